@@ -1,0 +1,43 @@
+"""rlsweep: declarative hyperparameter sweeps of RLlib agents on Ray Tune, logged to MLflow."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rlsweep.errors import IncompatibleError, Problem, RlsweepError, SpecError, SweepError
+from rlsweep.spec import SweepSpec
+from rlsweep.validate import load_spec
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rlsweep.sweep import SweepResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "IncompatibleError",
+    "Problem",
+    "RlsweepError",
+    "SpecError",
+    "SweepError",
+    "SweepSpec",
+    "load_spec",
+    "run",
+    "sample",
+    "__version__",
+]
+
+
+def run(spec: SweepSpec, **kwargs: Any) -> SweepResult:
+    """Run a sweep; see :func:`rlsweep.sweep.run`."""
+    from rlsweep.sweep import run as _run
+
+    return _run(spec, **kwargs)
+
+
+def sample(spec: SweepSpec, n: int, **kwargs: Any) -> list[dict[str, Any]]:
+    """The first ``n`` configs the searcher would try; see :func:`rlsweep.sweep.sample`."""
+    from rlsweep.sweep import sample as _sample
+
+    return _sample(spec, n, **kwargs)

@@ -1,0 +1,321 @@
+"""Reading an experiment directory: trials, histories, checkpoints, and the best of them by a rule.
+
+Everything is read from files (Tune's per-trial ``result.json`` and ``params.json``, the checkpoints'
+metadata, Tune's experiment state for trial status), so this works after the driver exited or crashed,
+on another machine, and while a sweep is still writing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlsweep.errors import SpecError, SweepError
+from rlsweep.metrics import NORMALIZED_METRICS
+from rlsweep.spec import SweepSpec, parse_spec, read_document
+from rlsweep.sweep import SPEC_FILE, read_sweep_info
+from rlsweep.trainables._trainable import CHECKPOINT_META
+
+#: Tune's trial states, as rlsweep reports them.
+TERMINATED, ERROR, RUNNING, PENDING, PAUSED = "TERMINATED", "ERROR", "RUNNING", "PENDING", "PAUSED"
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    path: Path
+    metrics: Mapping[str, Any]
+
+    @property
+    def env_steps(self) -> int:
+        return int(self.metrics.get("env_steps", 0))
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial as found on disk."""
+
+    trial_id: str
+    path: Path
+    config: Mapping[str, Any]
+    rows: tuple[Mapping[str, Any], ...]
+    state: str
+    error: str | None = None
+    checkpoints: tuple[CheckpointRecord, ...] = ()
+
+    def values(self, metric: str) -> list[float]:
+        return [float(r[metric]) if _finite(r.get(metric)) else math.nan for r in self.rows]
+
+
+@dataclass(frozen=True)
+class Best:
+    """The best trial under a rule, and the checkpoint of it that scored best under the same rule."""
+
+    trial_id: str
+    config: Mapping[str, Any]
+    metric: str
+    mode: str
+    rule: str
+    value: float
+    env_steps: int
+    checkpoint: Path | None
+    checkpoint_value: float | None = None
+    checkpoint_env_steps: int | None = None
+    trial_path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial_id": self.trial_id,
+            "config": dict(self.config),
+            "metric": self.metric,
+            "mode": self.mode,
+            "rule": self.rule,
+            "value": self.value,
+            "env_steps": self.env_steps,
+            "checkpoint": str(self.checkpoint) if self.checkpoint else None,
+            "checkpoint_value": self.checkpoint_value,
+            "checkpoint_env_steps": self.checkpoint_env_steps,
+        }
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    try:
+        text = path.read_text()
+    except OSError:
+        return rows
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            # A line being written right now, or cut off by a crash: the rows before it still count.
+            break
+    return rows
+
+
+def _trial_states(root: Path) -> dict[str, tuple[str, str | None]]:
+    """trial_id -> (status, error) from the newest Tune experiment state file, if one exists."""
+    states: dict[str, tuple[str, str | None]] = {}
+    files = sorted(root.glob("experiment_state-*.json"), key=lambda p: p.stat().st_mtime)
+    if not files:
+        return states
+    try:
+        data = json.loads(files[-1].read_text())
+    except (OSError, ValueError):
+        return states
+    for entry in data.get("trial_data", []):
+        try:
+            trial_json = json.loads(entry[0]) if isinstance(entry, list) else entry
+            runtime = json.loads(entry[1]) if isinstance(entry, list) and len(entry) > 1 else {}
+        except (ValueError, TypeError):
+            continue
+        trial_id = trial_json.get("trial_id")
+        if not trial_id:
+            continue
+        error = runtime.get("error_filename") or None
+        states[trial_id] = (trial_json.get("status", PENDING), error)
+    return states
+
+
+RULE_HELP = "last | max | avg-last-N (mean of the last N reports; default avg-last-3)"
+_RULE = re.compile(r"^(last|max|avg-last-(\d+))$")
+
+
+class Sweep:
+    """An experiment directory written by rlsweep. Create with :func:`load`."""
+
+    def __init__(self, path: Path, spec: SweepSpec, trials: list[Trial]) -> None:
+        self.path = path
+        self.spec = spec
+        self.trials = trials
+
+    @property
+    def sweep_id(self) -> str:
+        return str(read_sweep_info(self.path)["sweep_id"])
+
+    def has_results(self) -> bool:
+        return any(t.rows for t in self.trials)
+
+    def table(self) -> Any:
+        """One row per trial: id, state, config columns, final and best metric, env steps, error."""
+        import pandas as pd
+
+        metric, mode = self.spec.metric.name, self.spec.metric.mode
+        records = []
+        for trial in self.trials:
+            values = [v for v in trial.values(metric) if not math.isnan(v)]
+            record: dict[str, Any] = {"trial_id": trial.trial_id, "state": trial.state}
+            record.update({f"config/{k}": v for k, v in trial.config.items()})
+            record[metric] = values[-1] if values else math.nan
+            record[f"{metric}_best"] = (max(values) if mode == "max" else min(values)) if values else math.nan
+            record["env_steps"] = int(trial.rows[-1].get("env_steps", 0)) if trial.rows else 0
+            record["iterations"] = len(trial.rows)
+            record["error"] = trial.error
+            records.append(record)
+        return pd.DataFrame.from_records(records)
+
+    def history(self) -> Any:
+        """One row per reported iteration of every trial, normalized metrics only."""
+        import pandas as pd
+
+        columns = ["trial_id", *NORMALIZED_METRICS]
+        records = [
+            {"trial_id": t.trial_id, **{k: row.get(k) for k in NORMALIZED_METRICS}} for t in self.trials for row in t.rows
+        ]
+        return pd.DataFrame.from_records(records, columns=columns)
+
+    def _score(self, values: list[float], end: int, rule: str) -> float:
+        """The rule's score of a trial's history up to and including index ``end``."""
+        match = _RULE.match(rule)
+        if match is None:
+            raise SpecError(f"unknown rule {rule!r}; expected last, max or avg-last-N (e.g. avg-last-3)", "--rule")
+        window = [v for v in values[: end + 1] if not math.isnan(v)]
+        if not window:
+            return math.nan
+        if rule == "last":
+            return window[-1]
+        if rule == "max":
+            return max(window) if self.spec.metric.mode == "max" else min(window)
+        n = int(match.group(2))
+        if n < 1:
+            raise SpecError(f"N in avg-last-N must be >= 1, got {rule!r}", "--rule")
+        tail = window[-n:]
+        return sum(tail) / len(tail)
+
+    def best(self, rule: str = "avg-last-3") -> Best:
+        """The best trial under ``rule`` and, of its kept checkpoints, the one that scored best under it.
+
+        Rules: ``last`` (final value), ``max`` (best value ever reported; min for mode min), ``avg-last-N``
+        (mean of the last N reports, robust to a single noisy peak).
+
+        Raises:
+            SweepError: no trial has reported the metric yet.
+        """
+        metric, mode = self.spec.metric.name, self.spec.metric.mode
+        better = (lambda a, b: a > b) if mode == "max" else (lambda a, b: a < b)
+        best_trial, best_value = None, math.nan
+        for trial in self.trials:
+            values = trial.values(metric)
+            if not values:
+                continue
+            score = self._score(values, len(values) - 1, rule)
+            if not math.isnan(score) and (best_trial is None or better(score, best_value)):
+                best_trial, best_value = trial, score
+        if best_trial is None:
+            raise SweepError(f"{self.path}: no trial has reported {metric!r} yet")
+
+        values = best_trial.values(metric)
+        steps = [int(r.get("env_steps", 0)) for r in best_trial.rows]
+        chosen, chosen_value = None, math.nan
+        for checkpoint in best_trial.checkpoints:
+            # Score a checkpoint by the history up to the report it was saved with.
+            end = max((i for i, s in enumerate(steps) if s <= checkpoint.env_steps), default=-1)
+            score = self._score(values, end, rule) if end >= 0 else math.nan
+            if math.isnan(score):
+                score = float(checkpoint.metrics.get(metric, math.nan))
+            if chosen is None or (not math.isnan(score) and (math.isnan(chosen_value) or better(score, chosen_value))):
+                chosen, chosen_value = checkpoint, score
+        return Best(
+            trial_id=best_trial.trial_id,
+            config=dict(best_trial.config),
+            metric=metric,
+            mode=mode,
+            rule=rule,
+            value=best_value,
+            env_steps=steps[-1] if steps else 0,
+            checkpoint=chosen.path if chosen else None,
+            checkpoint_value=None if chosen is None or math.isnan(chosen_value) else chosen_value,
+            checkpoint_env_steps=chosen.env_steps if chosen else None,
+            trial_path=best_trial.path,
+        )
+
+    def to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> str:
+        """Log the sweep to MLflow (parent run + a child run per trial); idempotent. Returns the parent id."""
+        from rlsweep.analysis._mlflow import export
+
+        return export(self, tracking_uri=tracking_uri, experiment=experiment)
+
+
+def _iter_trial_dirs(root: Path) -> Iterator[Path]:
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and ((child / "params.json").exists() or (child / "result.json").exists()):
+            yield child
+
+
+def _read_checkpoints(trial_dir: Path) -> tuple[CheckpointRecord, ...]:
+    records = []
+    for directory in sorted(trial_dir.glob("checkpoint_*")):
+        meta_file = directory / CHECKPOINT_META
+        try:
+            meta = json.loads(meta_file.read_text())
+        except (OSError, ValueError):
+            continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
+        records.append(CheckpointRecord(directory, meta.get("metrics", {})))
+    return tuple(records)
+
+
+def load(path: str | Path) -> Sweep:
+    """Load an experiment directory written by :func:`rlsweep.run`.
+
+    Raises:
+        SweepError: the directory is missing or was not written by rlsweep.
+    """
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        raise SweepError(f"{root}: no such experiment directory")
+    read_sweep_info(root)
+    try:
+        document = read_document(root / SPEC_FILE)
+    except SpecError as exc:
+        raise SweepError(f"{root}: cannot read the sweep's spec: {exc}") from None
+    spec, problems = parse_spec(document)
+    if spec is None:
+        raise SweepError(f"{root}/{SPEC_FILE}: " + "; ".join(str(p) for p in problems))
+
+    states = _trial_states(root)
+    trials = []
+    for trial_dir in _iter_trial_dirs(root):
+        rows = _read_rows(trial_dir / "result.json")
+        try:
+            config = json.loads((trial_dir / "params.json").read_text())
+        except (OSError, ValueError):
+            config = rows[0].get("config", {}) if rows else {}
+        trial_id = str(rows[0]["trial_id"]) if rows and "trial_id" in rows[0] else _trial_id_from_dirname(trial_dir.name)
+        status, error_file = states.get(trial_id, (None, None))
+        error_text = None
+        error_path = trial_dir / "error.txt"
+        if error_path.exists():
+            error_text = error_path.read_text().strip()
+            status = status or ERROR
+        if status is None:
+            done = bool(rows) and (rows[-1].get("done") or rows[-1].get("env_steps", 0) >= spec.budget.env_steps)
+            status = TERMINATED if done else RUNNING if rows else PENDING
+        trials.append(
+            Trial(
+                trial_id=trial_id,
+                path=trial_dir,
+                config=config,
+                rows=tuple(rows),
+                state=status,
+                error=error_text,
+                checkpoints=_read_checkpoints(trial_dir),
+            )
+        )
+    return Sweep(root, spec, trials)
+
+
+def _trial_id_from_dirname(name: str) -> str:
+    # Tune names trial folders "<trainable>_<trial_id>_<index>_<params>"; the id is "<8 hex>_<5 digits>".
+    match = re.search(r"([0-9a-f]{5,8}_\d{5})", name)
+    return match.group(1) if match else name

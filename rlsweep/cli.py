@@ -1,0 +1,205 @@
+"""The ``rlsweep`` command: a thin layer over the Python API. Exit codes: 0 success, 2 invalid input, 1 other."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rlsweep.errors import RlsweepError, SpecError
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INVALID)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _print_best(best: Any) -> None:
+    print(f"best trial:  {best.trial_id}")
+    print(f"{best.metric} ({best.rule}, {best.mode}): {best.value:.6g} at {best.env_steps} env steps")
+    print("config:")
+    for key, value in best.config.items():
+        print(f"  {key}: {json.dumps(value)}")
+    if best.checkpoint is not None:
+        detail = f" ({best.metric} {best.checkpoint_value:.6g} at {best.checkpoint_env_steps} env steps)" if best.checkpoint_value is not None else ""
+        print(f"checkpoint:  {best.checkpoint}{detail}")
+    else:
+        print("checkpoint:  none kept for this trial")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from rlsweep import load_spec
+
+    spec = load_spec(args.spec, args.set)
+    print(f"{args.spec}: valid ({spec.algorithm} on {spec.env}, {len(spec.search_space)} parameters, "
+          f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})")
+    return EXIT_OK
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from rlsweep import load_spec, sample
+
+    if args.n < 1:
+        raise SpecError(f"must be >= 1, got {args.n}", "-n")
+    spec = load_spec(args.spec, args.set, preflight=False)
+    configs = sample(spec, args.n, searcher=args.searcher)
+    if args.json:
+        print(json.dumps(_json_safe(configs)))
+    else:
+        for i, config in enumerate(configs):
+            print(f"{i}: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in config.items()))
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rlsweep import load_spec
+    from rlsweep.sweep import run
+
+    spec = load_spec(args.spec, args.set)
+    result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1)
+    print(f"\nexperiment:  {result.path}")
+    if result.errored_trials:
+        print(f"failed trials: {result.errored_trials} (see `rlsweep status {result.path}`)")
+    if result.best is None:
+        print("no trial reported a result", file=sys.stderr)
+        return EXIT_ERROR
+    _print_best(result.best)
+    if result.mlflow_run_id:
+        print(f"mlflow:      {spec.mlflow.tracking_uri if spec.mlflow else ''} "
+              f"experiment {spec.mlflow.experiment if spec.mlflow else ''!r}, run {result.mlflow_run_id}")
+    return EXIT_OK
+
+
+def _load(directory: str) -> Any:
+    """An experiment directory named on the command line; a wrong one is invalid input (exit 2)."""
+    from rlsweep.analysis import load
+    from rlsweep.errors import SweepError
+
+    try:
+        return load(directory)
+    except SweepError as exc:
+        raise SpecError(str(exc).removeprefix(f"{directory}: "), "DIR") from None
+
+
+def _best(args: argparse.Namespace) -> int:
+    best = _load(args.dir).best(rule=args.rule)
+    if args.json:
+        print(json.dumps(_json_safe(best.to_dict())))
+    else:
+        _print_best(best)
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    sweep = _load(args.dir)
+    table = sweep.table()
+    if args.json:
+        print(table.to_json(orient="records"))
+        return EXIT_OK
+    counts = table["state"].value_counts().to_dict() if len(table) else {}
+    print(f"{sweep.path}: {len(table)} trials " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    with pd.option_context("display.max_columns", None, "display.width", 200):
+        print(table.drop(columns=["error"]).to_string(index=False))
+    for _, row in table[table["error"].notna()].iterrows():
+        print(f"\n[{row['trial_id']}] error:\n{row['error'].splitlines()[-1] if row['error'] else ''}")
+    if sweep.has_results():
+        print()
+        _print_best(sweep.best())
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    sweep = _load(args.dir)
+    run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment)
+    print(f"exported {len(sweep.trials)} trials; parent run {run_id}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from rlsweep.analysis._load import RULE_HELP
+    from rlsweep.schedulers import SEARCHERS
+
+    parser = _Parser(prog="rlsweep", description="Hyperparameter sweeps of RLlib agents on Ray Tune.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def with_set(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a spec value, e.g. budget.trials=4 or config.training.lr=0.001")
+
+    p = commands.add_parser("validate", help="check a spec; exit 2 listing every problem")
+    p.add_argument("spec")
+    with_set(p)
+    p.set_defaults(handler=_validate)
+
+    p = commands.add_parser("sample", help="dry run: the first N configs the searcher would try")
+    p.add_argument("spec")
+    p.add_argument("-n", type=int, default=5)
+    p.add_argument("--searcher", choices=sorted(SEARCHERS))
+    p.add_argument("--json", action="store_true")
+    with_set(p)
+    p.set_defaults(handler=_sample)
+
+    p = commands.add_parser("run", help="run a sweep, print the best trial, export to MLflow")
+    p.add_argument("spec")
+    p.add_argument("--storage")
+    p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
+    p.add_argument("--quiet", action="store_true", help="no per-result progress lines")
+    with_set(p)
+    p.set_defaults(handler=_run)
+
+    p = commands.add_parser("status", help="trials, states and the best so far")
+    p.add_argument("dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_status)
+
+    p = commands.add_parser("best", help="the best trial: config, metric value, checkpoint")
+    p.add_argument("dir")
+    p.add_argument("--rule", default="avg-last-3", help=RULE_HELP)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_best)
+
+    p = commands.add_parser("export", help="log the sweep to MLflow (idempotent)")
+    p.add_argument("dir")
+    p.add_argument("--tracking-uri")
+    p.add_argument("--experiment")
+    p.set_defaults(handler=_export)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except SpecError as exc:
+        for problem in exc.problems:
+            print(str(problem), file=sys.stderr)
+        return EXIT_INVALID
+    except RlsweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,369 @@
+"""Canonical parameter domains: what a user can write in ``search_space``, independent of any searcher.
+
+A domain is a frozen value. Parsing goes through one table (:data:`DOMAIN_PARSERS`), keyed by the name the
+user writes, so the documentation, the validator and every compiler agree on the set of kinds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rlsweep.errors import Problem
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Base of every domain. ``kind`` is the name a user writes in the spec."""
+
+    kind: ClassVar[str] = ""
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` is a draw this domain can produce."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Uniform(Domain):
+    kind: ClassVar[str] = "uniform"
+    low: float
+    high: float
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, float) and self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class LogUniform(Uniform):
+    kind: ClassVar[str] = "loguniform"
+
+
+@dataclass(frozen=True)
+class QUniform(Domain):
+    kind: ClassVar[str] = "quniform"
+    low: float
+    high: float
+    q: float
+
+    def contains(self, value: Any) -> bool:
+        if not isinstance(value, float) or not self.low <= value <= self.high:
+            return False
+        steps = value / self.q
+        return math.isclose(steps, round(steps), rel_tol=0, abs_tol=1e-6)
+
+
+@dataclass(frozen=True)
+class QLogUniform(QUniform):
+    kind: ClassVar[str] = "qloguniform"
+
+
+@dataclass(frozen=True)
+class RandInt(Domain):
+    """Integers ``low..high``, both bounds inclusive (as the user writes them)."""
+
+    kind: ClassVar[str] = "randint"
+    low: int
+    high: int
+
+    def contains(self, value: Any) -> bool:
+        return _is_int(value) and self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class LogRandInt(RandInt):
+    kind: ClassVar[str] = "lograndint"
+
+
+@dataclass(frozen=True)
+class QRandInt(Domain):
+    kind: ClassVar[str] = "qrandint"
+    low: int
+    high: int
+    q: int
+
+    def contains(self, value: Any) -> bool:
+        return _is_int(value) and self.low <= value <= self.high and value % self.q == 0
+
+
+@dataclass(frozen=True)
+class Normal(Domain):
+    kind: ClassVar[str] = "normal"
+    mean: float
+    sd: float
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, float) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Choice(Domain):
+    """One of ``values``; values may be any YAML value, lists and dicts included."""
+
+    kind: ClassVar[str] = "choice"
+    values: tuple[Any, ...]
+
+    def contains(self, value: Any) -> bool:
+        return any(_same_value(value, v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Grid(Choice):
+    """Every one of ``values``, each in its own trial(s)."""
+
+    kind: ClassVar[str] = "grid"
+
+
+@dataclass(frozen=True)
+class Fixed(Domain):
+    """A constant written in ``search_space`` (kept there so a condition can refer to it)."""
+
+    kind: ClassVar[str] = "fixed"
+    value: Any
+
+    def contains(self, value: Any) -> bool:
+        return _same_value(value, self.value)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One entry of ``search_space``.
+
+    Attributes:
+        path: The spec key, ``method.argument[.key...]`` on the algorithm's config.
+        domain: Where its values come from.
+        when: Conditions, parameter path -> the values that make this parameter active.
+    """
+
+    path: str
+    domain: Domain
+    when: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def is_active(self, draws: Mapping[str, Any]) -> bool:
+        return all(
+            name in draws and any(_same_value(draws[name], v) for v in allowed)
+            for name, allowed in self.when.items()
+        )
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The parsed ``search_space``, parameters in an order where every condition's parents come first."""
+
+    parameters: tuple[Parameter, ...] = ()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.parameters)
+
+    def __len__(self) -> int:
+        return len(self.parameters)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(p.path for p in self.parameters)
+
+    def grid_size(self) -> int:
+        size = 1
+        for parameter in self.parameters:
+            if isinstance(parameter.domain, Grid):
+                size *= len(parameter.domain.values)
+        return size
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b if not (_is_number(a) and _is_number(b)) else a == b
+
+
+# --- parsing -------------------------------------------------------------------------------------------
+
+ParseResult = tuple[Domain | None, list[str]]
+
+
+def _numbers(args: Any, names: Sequence[str]) -> tuple[list[Any] | None, list[str]]:
+    if isinstance(args, Mapping):
+        unknown = sorted(set(args) - set(names))
+        if unknown:
+            return None, [f"unknown argument(s) {unknown}; expected {list(names)}"]
+        missing = [n for n in names if n not in args]
+        if missing:
+            return None, [f"missing argument(s) {missing}; expected {list(names)}"]
+        args = [args[n] for n in names]
+    if not isinstance(args, (list, tuple)) or len(args) != len(names):
+        return None, [f"expects [{', '.join(names)}], got {args!r}"]
+    bad = [f"{n} must be a number, got {v!r}" for n, v in zip(names, args) if not _is_number(v)]
+    return (None, bad) if bad else (list(args), [])
+
+
+def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: bool = False):
+    names = ["low", "high", "q"] if quantized else ["low", "high"]
+
+    def parse(args: Any) -> ParseResult:
+        values, errors = _numbers(args, names)
+        if values is None:
+            return None, errors
+        low, high = values[0], values[1]
+        if integer:
+            errors += [f"{n} must be an integer, got {v!r}" for n, v in zip(names, values) if not _is_int(v)]
+        if not low < high if not integer else not low <= high:
+            errors.append(f"low must be {'<=' if integer else '<'} high, got low={low}, high={high}")
+        if log and low <= 0:
+            errors.append(f"low must be > 0 for a log scale, got low={low}")
+        if quantized:
+            q = values[2]
+            if q <= 0:
+                errors.append(f"q must be > 0, got q={q}")
+            elif not errors and q > high - low:
+                errors.append(f"q must not exceed high - low = {high - low}, got q={q}")
+        if errors:
+            return None, errors
+        if integer:
+            return cls(*values), []
+        return cls(*(float(v) for v in values)), []
+
+    return parse
+
+
+def _parse_normal(args: Any) -> ParseResult:
+    values, errors = _numbers(args, ["mean", "sd"])
+    if values is None:
+        return None, errors
+    if values[1] <= 0:
+        return None, [f"sd must be > 0, got sd={values[1]}"]
+    return Normal(float(values[0]), float(values[1])), []
+
+
+def _values(cls: type) -> Callable[[Any], ParseResult]:
+    def parse(args: Any) -> ParseResult:
+        if not isinstance(args, (list, tuple)) or not args:
+            return None, [f"expects a non-empty list of values, got {args!r}"]
+        return cls(tuple(args)), []
+
+    return parse
+
+
+#: The name a user writes -> its parser. Compilers dispatch on the resulting class's ``kind``.
+DOMAIN_PARSERS: dict[str, Callable[[Any], ParseResult]] = {
+    "uniform": _bounded(Uniform),
+    "loguniform": _bounded(LogUniform, log=True),
+    "quniform": _bounded(QUniform, quantized=True),
+    "qloguniform": _bounded(QLogUniform, log=True, quantized=True),
+    "randint": _bounded(RandInt, integer=True),
+    "qrandint": _bounded(QRandInt, integer=True, quantized=True),
+    "lograndint": _bounded(LogRandInt, log=True, integer=True),
+    "normal": _parse_normal,
+    "choice": _values(Choice),
+    "grid": _values(Grid),
+}
+
+DOMAIN_KINDS: tuple[str, ...] = tuple(DOMAIN_PARSERS)
+
+
+def parse_search_space(raw: Any, *, where: str = "search_space") -> tuple[SearchSpace, list[Problem]]:
+    """Parse the ``search_space`` mapping, returning the space and every problem found in it."""
+    problems: list[Problem] = []
+    if raw is None:
+        return SearchSpace(), problems
+    if not isinstance(raw, Mapping):
+        return SearchSpace(), [Problem(where, f"must be a mapping of parameter paths to domains, got {raw!r}")]
+
+    parameters: dict[str, Parameter] = {}
+    for path, value in raw.items():
+        loc = f"{where}.{path}"
+        if not isinstance(path, str) or not path:
+            problems.append(Problem(where, f"parameter names must be non-empty strings, got {path!r}"))
+            continue
+        domain, when, errors = _parse_entry(value)
+        problems.extend(Problem(loc, e) for e in errors)
+        if domain is not None:
+            parameters[path] = Parameter(path, domain, when)
+
+    for parameter in parameters.values():
+        for parent, allowed in parameter.when.items():
+            loc = f"{where}.{parameter.path}.when.{parent}"
+            if parent == parameter.path:
+                problems.append(Problem(loc, "a parameter cannot depend on itself"))
+            elif parent not in parameters:
+                problems.append(Problem(loc, f"refers to {parent!r}, which is not in search_space"))
+            else:
+                parent_domain = parameters[parent].domain
+                for value in allowed:
+                    if not parent_domain.contains(value) and not _loosely_contains(parent_domain, value):
+                        problems.append(
+                            Problem(loc, f"value {value!r} can never be drawn from {parent!r} ({parent_domain.kind})")
+                        )
+    ordered, cycle = _order_by_conditions(parameters)
+    if cycle:
+        problems.append(Problem(where, f"conditions form a cycle: {' -> '.join(cycle)}"))
+    return SearchSpace(tuple(ordered)), problems
+
+
+def _loosely_contains(domain: Domain, value: Any) -> bool:
+    # A condition on a float domain written as an int (``when: {x: 1}``) is fine.
+    if isinstance(domain, (Uniform, QUniform, Normal)) and _is_number(value):
+        return domain.contains(float(value))
+    return False
+
+
+def _parse_entry(value: Any) -> tuple[Domain | None, dict[str, tuple[Any, ...]], list[str]]:
+    if not (isinstance(value, Mapping) and value and set(value) - {"when"} <= set(DOMAIN_PARSERS) | {"fixed"}):
+        if isinstance(value, Mapping) and "when" in value:
+            others = sorted(set(value) - {"when"})
+            return None, {}, [f"unknown domain {others!r}; expected one of {list(DOMAIN_KINDS)} or 'fixed'"]
+        return Fixed(value), {}, []
+    kinds = [k for k in value if k != "when"]
+    if len(kinds) != 1:
+        return None, {}, [f"give exactly one domain, got {kinds!r}"]
+    kind = kinds[0]
+    errors: list[str] = []
+    if kind == "fixed":
+        domain: Domain | None = Fixed(value[kind])
+    else:
+        domain, kind_errors = DOMAIN_PARSERS[kind](value[kind])
+        errors += [f"{kind}: {e}" for e in kind_errors]
+    when: dict[str, tuple[Any, ...]] = {}
+    if "when" in value:
+        raw_when = value["when"]
+        if not isinstance(raw_when, Mapping) or not raw_when:
+            errors.append(f"when: must map parameter paths to a value or a list of values, got {raw_when!r}")
+        else:
+            for parent, allowed in raw_when.items():
+                allowed_values = tuple(allowed) if isinstance(allowed, list) else (allowed,)
+                if not allowed_values:
+                    errors.append(f"when.{parent}: needs at least one value")
+                when[str(parent)] = allowed_values
+    return (domain if not errors else None), when, errors
+
+
+def _order_by_conditions(parameters: Mapping[str, Parameter]) -> tuple[list[Parameter], list[str]]:
+    ordered: list[Parameter] = []
+    state: dict[str, int] = {}  # 1: visiting, 2: done
+
+    def visit(path: str, trail: list[str]) -> list[str]:
+        if state.get(path) == 2:
+            return []
+        if state.get(path) == 1:
+            return trail[trail.index(path):] + [path]
+        state[path] = 1
+        for parent in parameters[path].when:
+            if parent in parameters:
+                cycle = visit(parent, trail + [path])
+                if cycle:
+                    return cycle
+        state[path] = 2
+        ordered.append(parameters[path])
+        return []
+
+    for path in parameters:
+        cycle = visit(path, [])
+        if cycle:
+            return list(parameters.values()), cycle
+    return ordered, []

@@ -1,0 +1,220 @@
+"""Running a sweep: Ray runtime, pre-flight, ``tune.Tuner``, then best trial and MLflow export."""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import json
+import logging
+import math
+import os
+import sys
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlsweep.errors import SpecError, SweepError
+from rlsweep.schedulers import SCHEDULERS, SEARCHERS
+from rlsweep.spec import SweepSpec
+from rlsweep.trainables import make_trainable, resource_problems
+
+if TYPE_CHECKING:
+    from rlsweep.analysis import Best
+
+#: Files rlsweep adds to Tune's experiment directory.
+SPEC_FILE = "rlsweep_spec.yaml"
+SWEEP_FILE = "rlsweep.json"
+
+log = logging.getLogger("rlsweep")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What :func:`run` hands back.
+
+    Attributes:
+        path: The experiment directory (Tune's layout, plus the spec rlsweep ran).
+        best: The best trial and checkpoint under the default selection rule, or None if no trial reported.
+        mlflow_run_id: The sweep's parent run in MLflow, when it was exported.
+        errored_trials: How many trials ended in an error.
+    """
+
+    path: Path
+    best: Best | None
+    mlflow_run_id: str | None
+    errored_trials: int
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stdout, flush=True)
+
+
+def _progress_callback(spec: SweepSpec) -> Any:
+    """One short line per trial result and per trial end, in rlsweep's metric names (Tune's own tables
+    would print every RLlib key of every result)."""
+    from ray.tune import Callback
+
+    class Progress(Callback):
+        def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+            value = result.get(spec.metric.name)
+            shown = f"{value:.4g}" if isinstance(value, (int, float)) else value
+            _say(
+                f"[{trial.trial_id}] env_steps {result.get('env_steps', 0):>8}/{spec.budget.env_steps}  "
+                f"{spec.metric.name} {shown}  iteration {result.get('iteration_time_s', 0):.2f}s "
+                f"(sample {result.get('sample_time_s', 0):.2f}, learn {result.get('learn_time_s', 0):.2f}, "
+                f"other {result.get('other_time_s', 0):.2f})"
+            )
+
+        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            _say(f"[{trial.trial_id}] finished: {trial.config}")
+
+        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            _say(f"[{trial.trial_id}] FAILED, see {trial.path}/error.txt")
+
+    return Progress()
+
+
+def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
+    """Join ``address`` (or the spec's), or start a local runtime; returns the cluster's CPUs."""
+    import ray
+
+    address = address or spec.ray.address
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+        # Workers' logs stay in Ray's session folder; trial errors reach the user through Tune's error files.
+        kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=spec.ray.num_cpus, **kwargs)
+    return float(ray.cluster_resources().get("CPU", 0))
+
+
+def experiment_dir(spec: SweepSpec, storage: str | None = None) -> Path:
+    """A new folder under the storage for this sweep: the spec's name, dated if that one is taken."""
+    root = Path(storage or spec.storage).expanduser().resolve()
+    path = root / spec.name
+    if path.exists():
+        path = root / f"{spec.name}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+    return path
+
+
+def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float) -> int:
+    fits = max(1, math.floor(cluster_cpus / max(trial_cpus, 1e-9)))
+    return min(spec.budget.max_concurrent or fits, spec.budget.trials)
+
+
+def run(
+    spec: SweepSpec,
+    *,
+    storage: str | None = None,
+    address: str | None = None,
+    verbose: int = 1,
+) -> SweepResult:
+    """Run a validated sweep to the end, pick the best trial, and export it to MLflow if the spec says so.
+
+    Args:
+        spec: From :func:`rlsweep.load_spec`.
+        storage: Overrides ``spec.storage``.
+        address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
+        verbose: 0 prints nothing; 1 prints a line per trial result and per finished trial.
+
+    Raises:
+        SpecError: A trial cannot fit the cluster.
+    """
+    from ray import tune
+
+    from rlsweep.analysis import load
+
+    cluster_cpus = ensure_ray(spec, address)
+    problems, trial_cpus = resource_problems(spec, cluster_cpus)
+    if problems:
+        raise SpecError(problems)
+    max_concurrent = _default_concurrency(spec, cluster_cpus, trial_cpus)
+
+    path = experiment_dir(spec, storage)
+    path.mkdir(parents=True, exist_ok=False)
+    (path / SPEC_FILE).write_text(spec.to_yaml())
+    (path / SWEEP_FILE).write_text(
+        json.dumps({"sweep_id": uuid.uuid4().hex, "created": _dt.datetime.now().isoformat(), "name": spec.name})
+    )
+
+    search_alg, param_space, num_samples = SEARCHERS[spec.searcher.name].build(spec, max_concurrent=max_concurrent)
+    scheduler = SCHEDULERS[spec.scheduler.name].build(spec)
+    tuner = tune.Tuner(
+        make_trainable(spec),
+        param_space=param_space,
+        tune_config=tune.TuneConfig(
+            metric=spec.metric.name,
+            mode=spec.metric.mode,
+            search_alg=search_alg,
+            scheduler=scheduler,
+            num_samples=num_samples,
+            time_budget_s=spec.budget.time_s,
+        ),
+        run_config=tune.RunConfig(
+            name=path.name,
+            storage_path=str(path.parent),
+            stop=dict(spec.stop) or None,
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=spec.checkpoint.keep,
+                checkpoint_score_attribute=spec.metric.name,
+                checkpoint_score_order=spec.metric.mode,
+            ),
+            failure_config=tune.FailureConfig(max_failures=0),
+            verbose=0,
+            callbacks=[_progress_callback(spec)] if verbose else [],
+        ),
+    )
+    grid = tuner.fit()
+    errored = sum(1 for r in grid if r.error is not None)
+
+    sweep = load(path)
+    best = sweep.best() if sweep.has_results() else None
+    run_id = None
+    if spec.mlflow is not None and spec.mlflow.export:
+        run_id = sweep.to_mlflow()
+    return SweepResult(path=path, best=best, mlflow_run_id=run_id, errored_trials=errored)
+
+
+def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:
+    """The first ``n`` configs the spec's searcher (or ``searcher``) would try, without running a trial.
+
+    Configs are flat, keyed by the spec's parameter paths; inactive conditional parameters are absent.
+    """
+    if searcher is not None and searcher != spec.searcher.name:
+        spec = replace(spec, searcher=replace(spec.searcher, name=searcher, options={}))
+        from rlsweep.schedulers import check_spec
+
+        problems = check_spec(spec)
+        if problems:
+            raise SpecError(problems)
+    entry = SEARCHERS[spec.searcher.name]
+    search_alg, param_space, _ = entry.build(spec, max_concurrent=None)
+    configs: list[dict[str, Any]] = []
+    if param_space or not hasattr(search_alg, "suggest"):
+        # Tune's variant generator: the same generator and seeding as BasicVariantGenerator uses in run().
+        from ray.tune.search.sample import _BackwardsCompatibleNumpyRng
+        from ray.tune.search.variant_generator import generate_variants
+
+        rng = _BackwardsCompatibleNumpyRng(spec.searcher.seed)
+        while len(configs) < n:
+            for _, variant in generate_variants({"config": copy.deepcopy(param_space)}, random_state=rng):
+                configs.append(dict(variant["config"]))
+                if len(configs) == n:
+                    break
+        return configs
+    for i in range(n):
+        suggestion = search_alg.suggest(f"sample_{i:05d}")
+        if suggestion is None:
+            break
+        configs.append(dict(suggestion))
+    return configs
+
+
+def read_sweep_info(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads((path / SWEEP_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE}: {exc})") from None

@@ -1,0 +1,102 @@
+"""The one place that maps RLlib's result keys to rlsweep's normalized metric names."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rlsweep.metrics import RLLIB_PREFIX
+
+#: normalized name -> candidate RLlib key paths, first present wins (new API stack first).
+RLLIB_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "return_mean": (("env_runners", "episode_return_mean"),),
+    "return_min": (("env_runners", "episode_return_min"),),
+    "return_max": (("env_runners", "episode_return_max"),),
+    "episode_len_mean": (("env_runners", "episode_len_mean"),),
+    "episodes": (("env_runners", "num_episodes_lifetime"),),
+    "env_steps": (("num_env_steps_sampled_lifetime",), ("env_runners", "num_env_steps_sampled_lifetime")),
+    "iteration": (("training_iteration",),),
+    "eval_return_mean": (("evaluation", "env_runners", "episode_return_mean"),),
+}
+
+#: Metrics RLlib leaves out of an iteration in which no episode ended; they carry their last value forward
+#: (NaN before the first episode ends, which every Tune scheduler treats as "no decision yet").
+CARRIED_FORWARD = ("return_mean", "return_min", "return_max", "episode_len_mean", "eval_return_mean")
+
+# Parts of RLlib's result that are not metrics of this iteration.
+_SKIPPED_TOP_LEVEL = {"config", "hostname", "node_ip", "pid", "date", "trial_id", "done", "timestamp"}
+
+
+def _lookup(result: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = result
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _scalar(value: Any) -> float | int | None:
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            value = value.item()
+    except ImportError:  # pragma: no cover - numpy comes with Ray
+        pass
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    return None
+
+
+def flatten_numeric(result: Mapping[str, Any], prefix: str = "") -> dict[str, float | int]:
+    """RLlib's nested result as flat ``a/b/c`` keys, numbers only."""
+    flat: dict[str, float | int] = {}
+    for key, value in result.items():
+        if not prefix and key in _SKIPPED_TOP_LEVEL:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_numeric(value, f"{name}/"))
+        elif (number := _scalar(value)) is not None:
+            flat[name] = number
+    return flat
+
+
+class MetricNormalizer:
+    """Turns each RLlib result into rlsweep's normalized metrics, carrying missing values forward."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {name: math.nan for name in CARRIED_FORWARD}
+
+    def __call__(self, result: Mapping[str, Any], *, evaluation: bool) -> dict[str, Any]:
+        metrics: dict[str, Any] = {}
+        for name, paths in RLLIB_KEYS.items():
+            for path in paths:
+                value = _scalar(_lookup(result, path))
+                if value is not None:
+                    metrics[name] = value
+                    break
+        for name in CARRIED_FORWARD:
+            if name in metrics and not (isinstance(metrics[name], float) and math.isnan(metrics[name])):
+                self._last[name] = float(metrics[name])
+            metrics[name] = self._last[name]
+        if not evaluation:
+            metrics.pop("eval_return_mean", None)
+        metrics["env_steps"] = int(metrics.get("env_steps", 0))
+        metrics["episodes"] = int(metrics.get("episodes", 0))
+        return metrics
+
+    def state(self) -> dict[str, float]:
+        return dict(self._last)
+
+    def restore(self, state: Mapping[str, float]) -> None:
+        self._last.update({k: float(v) for k, v in state.items() if k in self._last})
+
+
+def rllib_section(result: Mapping[str, Any]) -> dict[str, float | int]:
+    """RLlib's own keys, reported beside the normalized ones under ``rllib/``."""
+    return {f"{RLLIB_PREFIX}{k}": v for k, v in flatten_numeric(result).items()}

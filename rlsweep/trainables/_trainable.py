@@ -1,0 +1,112 @@
+"""The Tune function trainable: one RLlib algorithm trained to an env-step budget, reporting normalized
+metrics with a per-iteration timing split, checkpointing every ``checkpoint.every_env_steps``."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlsweep.errors import SpecError
+from rlsweep.metrics import NORMALIZED_METRICS, RLLIB_PREFIX
+from rlsweep.trainables._config import algorithm_class, build_config
+from rlsweep.trainables._metrics import MetricNormalizer, rllib_section
+from rlsweep.trainables._timing import PhaseTimer
+
+if TYPE_CHECKING:
+    from rlsweep.spec import SweepSpec
+
+#: Written into every checkpoint: the metrics at the time it was taken, so the best one can be chosen.
+CHECKPOINT_META = "rlsweep_checkpoint.json"
+
+
+def _limit_torch_threads() -> None:
+    # A 1-CPU trial that lets torch spawn a thread per core slows its neighbours down.
+    import ray
+    import torch
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+    torch.set_num_threads(max(1, int(cpus)))
+
+
+def _check_reported_keys(spec: SweepSpec, reported: Mapping[str, Any]) -> None:
+    keys = [spec.metric.name, *spec.stop]
+    missing = [k for k in keys if k not in reported]
+    if missing:
+        rllib_keys = [k for k in reported if k.startswith(RLLIB_PREFIX)]
+        hints = {k: difflib.get_close_matches(k, rllib_keys + list(NORMALIZED_METRICS), n=3) for k in missing}
+        raise SpecError(
+            [
+                f"metric key {k!r} is not in this algorithm's results; close matches: {hints[k] or 'none'}"
+                for k in missing
+            ],
+            "metric.name",
+        )
+
+
+def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
+    """Tune function trainable. ``sampled`` is the trial's draw, keyed by spec parameter paths."""
+    from ray import tune
+
+    _limit_torch_threads()
+    algo = build_config(spec, sampled).build_algo()
+    normalizer = MetricNormalizer()
+    timer = PhaseTimer(algo)
+    every = spec.checkpoint.every_env_steps or spec.budget.env_steps
+    evaluation = spec.evaluation is not None
+
+    checkpoint = tune.get_checkpoint()
+    next_checkpoint = every
+    if checkpoint is not None:
+        with checkpoint.as_directory() as directory:
+            algo.restore_from_path(directory)
+            meta = json.loads((Path(directory) / CHECKPOINT_META).read_text())
+        normalizer.restore(meta.get("carried", {}))
+        next_checkpoint = (meta["metrics"]["env_steps"] // every + 1) * every
+
+    try:
+        env_steps = 0
+        first = True
+        while True:
+            with timer.iteration():
+                result = algo.train()
+            metrics = normalizer(result, evaluation=evaluation)
+            metrics.update(timer.last)
+            metrics["time_total_s"] = result.get("time_total_s", 0.0)
+            reported = {**metrics, **rllib_section(result)}
+            if first:
+                _check_reported_keys(spec, reported)
+                first = False
+            env_steps = metrics["env_steps"]
+            done = env_steps >= spec.budget.env_steps
+            if env_steps >= next_checkpoint or done:
+                next_checkpoint = (env_steps // every + 1) * every
+                with tempfile.TemporaryDirectory(prefix="rlsweep-ckpt-") as directory:
+                    algo.save_to_path(directory)
+                    meta = {"metrics": metrics, "carried": normalizer.state(), "config": sampled}
+                    Path(directory, CHECKPOINT_META).write_text(json.dumps(meta, default=str))
+                    tune.report(reported, checkpoint=tune.Checkpoint.from_directory(directory))
+            else:
+                tune.report(reported)
+            if done:
+                break
+    finally:
+        algo.stop()
+
+
+def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any]) -> Any:
+    """The placement group one trial needs: RLlib's own request for its config (env runners, learners)."""
+    return algorithm_class(spec.algorithm).default_resource_request(build_config(spec, sampled))
+
+
+def make_trainable(spec: SweepSpec) -> Any:
+    """The trainable handed to ``tune.Tuner``, carrying the spec and asking for each trial's resources."""
+    from ray import tune
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    trainable = tune.with_parameters(train, spec=spec)
+    return tune.with_resources(trainable, lambda sampled: trial_resources(spec, sampled))

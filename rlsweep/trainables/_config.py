@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,8 @@ def settings_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> dict[str, Any]:
 
 def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig:
     """The trial's ``AlgorithmConfig``: env, rlsweep's defaults, ``config``, then the sampled values."""
+    # RLlib warns on every config that the new API stack is its default; rlsweep always uses it.
+    logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
     config = algorithm_class(spec.algorithm).get_default_config()
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
     for method, arguments in group_settings(settings_for(spec, sampled)).items():

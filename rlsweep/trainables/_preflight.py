@@ -38,11 +38,16 @@ def extreme_draws(space: SearchSpace) -> list[dict[str, Any]]:
     return draws
 
 
+#: Names RLlib uses in its messages for arguments a user sets under another name.
+_MESSAGE_ALIASES: dict[str, tuple[str, ...]] = {"train_batch_size": ("train_batch_size_per_learner",)}
+
+
 def _paths_named_in(message: str, settings: Mapping[str, Any], spec: SweepSpec) -> list[str]:
     named = []
     for path in settings:
         argument = path.split(".")[-1]
-        if re.search(rf"\b{re.escape(argument)}\b", message):
+        names = (argument, *_MESSAGE_ALIASES.get(argument, ()))
+        if any(re.search(rf"\b{re.escape(name)}\b", message) for name in names):
             section = "search_space" if path in spec.search_space.paths else "config"
             if path in spec.config or path in spec.search_space.paths:
                 named.append(f"{section}.{path}")

@@ -1,0 +1,76 @@
+"""Selection rules and checkpoint choice, on an experiment directory laid out the way Tune writes one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlsweep.analysis import load
+from rlsweep.errors import SweepError
+from rlsweep.trainables import CHECKPOINT_META
+from tests.conftest import TINY_SPEC
+
+import yaml
+
+
+def write_trial(root, trial_id, returns, checkpoints, config):
+    trial = root / f"train_{trial_id}_00000_0_x"
+    trial.mkdir()
+    (trial / "params.json").write_text(json.dumps(config))
+    with (trial / "result.json").open("w") as out:
+        for i, value in enumerate(returns, start=1):
+            out.write(json.dumps({"trial_id": trial_id, "env_steps": 1000 * i, "return_mean": value, "timestamp": i}) + "\n")
+    for index, step in enumerate(checkpoints):
+        directory = trial / f"checkpoint_{index:06d}"
+        directory.mkdir()
+        value = returns[step // 1000 - 1]
+        (directory / CHECKPOINT_META).write_text(json.dumps({"metrics": {"env_steps": step, "return_mean": value}}))
+    return trial
+
+
+@pytest.fixture
+def experiment(tmp_path):
+    root = tmp_path / "exp"
+    root.mkdir()
+    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
+    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc"}))
+    # A noisy trial with one lucky peak, and a steady one.
+    write_trial(root, "noisy", [10, 300, 20, 30], checkpoints=[2000, 4000], config={"training.lr": 0.01})
+    write_trial(root, "steady", [100, 150, 180, 200], checkpoints=[3000, 4000], config={"training.lr": 0.001})
+    return root
+
+
+def test_max_rule_picks_the_peak_and_its_checkpoint_not_the_latest(experiment):
+    best = load(experiment).best(rule="max")
+    assert best.trial_id == "noisy" and best.value == 300
+    assert best.checkpoint.name == "checkpoint_000000" and best.checkpoint_env_steps == 2000
+
+
+def test_smoothed_rule_is_not_fooled_by_a_single_peak(experiment):
+    best = load(experiment).best(rule="avg-last-3")
+    assert best.trial_id == "steady"
+    assert best.value == pytest.approx((150 + 180 + 200) / 3)
+    assert best.checkpoint.name == "checkpoint_000001"
+
+
+def test_last_rule(experiment):
+    assert load(experiment).best(rule="last").trial_id == "steady"
+
+
+def test_a_truncated_result_line_does_not_lose_the_rows_before_it(experiment):
+    result = next(experiment.glob("train_steady*")) / "result.json"
+    result.write_text(result.read_text() + '{"trial_id": "steady", "env_ste')
+    trial = next(t for t in load(experiment).trials if t.trial_id == "steady")
+    assert len(trial.rows) == 4
+
+
+def test_table_has_one_row_per_trial(experiment):
+    table = load(experiment).table()
+    assert sorted(table["trial_id"]) == ["noisy", "steady"]
+    assert {"config/training.lr", "return_mean", "return_mean_best", "env_steps", "state"} <= set(table.columns)
+
+
+def test_not_an_experiment_directory(tmp_path):
+    with pytest.raises(SweepError):
+        load(tmp_path)

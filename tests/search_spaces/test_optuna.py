@@ -1,0 +1,76 @@
+"""Compiling to an Optuna define-by-run function: same draws as hand-written suggest calls."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from rlsweep.errors import IncompatibleError
+from rlsweep.search_spaces import OptunaCompiler, parse_search_space
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def draws(objective, n=20, seed=3):
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    out = []
+    for _ in range(n):
+        trial = study.ask()
+        out.append(objective(trial))
+        study.tell(trial, 0.0)
+    return out
+
+
+def test_seeded_draws_match_hand_written_optuna():
+    space, problems = parse_search_space(
+        {
+            "training.lr": {"loguniform": [1e-5, 1e-2]},
+            "training.gamma": {"uniform": [0.9, 0.999]},
+            "training.num_epochs": {"randint": [1, 10]},
+            "training.minibatch_size": {"choice": [64, 128, 256]},
+            "training.train_batch_size": {"qrandint": [1000, 4000, 500]},
+            "training.vf_clip_param": {"lograndint": [1, 100]},
+        }
+    )
+    assert not problems
+    compiled = OptunaCompiler().compile(space)
+
+    def by_hand(trial):
+        return {
+            "training.lr": trial.suggest_float("training.lr", 1e-5, 1e-2, log=True),
+            "training.gamma": trial.suggest_float("training.gamma", 0.9, 0.999),
+            "training.num_epochs": trial.suggest_int("training.num_epochs", 1, 10),
+            "training.minibatch_size": trial.suggest_categorical("training.minibatch_size", [64, 128, 256]),
+            "training.train_batch_size": trial.suggest_int("training.train_batch_size", 1000, 4000, step=500),
+            "training.vf_clip_param": trial.suggest_int("training.vf_clip_param", 1, 100, log=True),
+        }
+
+    assert draws(compiled) == draws(by_hand)
+
+
+def test_choices_of_lists_come_back_as_the_declared_objects():
+    space, _ = parse_search_space({"rl_module.model_config.fcnet_hiddens": {"choice": [[64, 64], [256, 256]]}})
+    values = [d["rl_module.model_config.fcnet_hiddens"] for d in draws(OptunaCompiler().compile(space), n=30)]
+    assert {tuple(v) for v in values} == {(64, 64), (256, 256)}
+    assert all(type(v) is list and all(type(x) is int for x in v) for v in values)
+
+
+def test_inactive_conditional_parameters_are_absent():
+    space, _ = parse_search_space(
+        {
+            "training.use_kl_loss": {"choice": [True, False]},
+            "training.kl_coeff": {"uniform": [0.1, 0.3], "when": {"training.use_kl_loss": True}},
+        }
+    )
+    results = draws(OptunaCompiler().compile(space), n=40)
+    assert any(r["training.use_kl_loss"] for r in results) and not all(r["training.use_kl_loss"] for r in results)
+    for r in results:
+        assert ("training.kl_coeff" in r) == r["training.use_kl_loss"]
+
+
+def test_normal_domain_is_refused_with_the_parameter_named():
+    space, _ = parse_search_space({"training.lr": {"normal": [0.001, 0.0001]}})
+    with pytest.raises(IncompatibleError) as info:
+        OptunaCompiler().compile(space)
+    assert info.value.problems[0].path == "search_space.training.lr"
+    assert "searcher 'optuna' cannot express a 'normal' domain" in info.value.problems[0].message

@@ -1,0 +1,106 @@
+"""The command line: exit codes, errors on stderr with spec paths, --json output on stdout."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, TINY_SPEC
+
+
+def rlsweep(*args, cwd=None, timeout=600):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "rlsweep.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout
+    )
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    def write(document=None, name="spec.yaml"):
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(document or TINY_SPEC))
+        return path
+
+    return write
+
+
+def test_validate_ok_exits_0(spec_file):
+    done = rlsweep("validate", spec_file())
+    assert done.returncode == 0, done.stderr
+    assert "valid" in done.stdout
+
+
+def test_validate_lists_every_error_with_its_path_and_exits_2(spec_file):
+    document = copy.deepcopy(TINY_SPEC)
+    document["search_space"] = {"training.lr": {"loguniform": [0, 1]}, "training.gamma": {"uniform": [1, 0]}}
+    document["budget"] = {"env_steps": 0}
+    done = rlsweep("validate", spec_file(document))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert "search_space.training.lr: loguniform: low must be > 0 for a log scale, got low=0" in lines
+    assert any(line.startswith("search_space.training.gamma: ") for line in lines)
+    assert any(line.startswith("budget.env_steps: ") for line in lines)
+    assert done.stdout == ""
+
+
+def test_bad_arguments_exit_2(spec_file):
+    assert rlsweep("validate").returncode == 2
+    assert rlsweep("sample", spec_file(), "--searcher", "nope").returncode == 2
+    assert rlsweep("best", "/no/such/dir").returncode == 2
+    assert rlsweep("validate", "/no/such/spec.yaml").returncode == 2
+
+
+@pytest.mark.parametrize("searcher", ["random", "optuna"])
+def test_sample_json_is_a_list_of_flat_configs(spec_file, searcher):
+    done = rlsweep("sample", spec_file(), "-n", "4", "--searcher", searcher, "--json")
+    assert done.returncode == 0, done.stderr
+    configs = json.loads(done.stdout)
+    assert len(configs) == 4
+    for config in configs:
+        assert set(config) == {"training.lr", "rl_module.model_config.fcnet_hiddens"}
+        assert 1e-4 <= config["training.lr"] <= 3e-3
+        assert config["rl_module.model_config.fcnet_hiddens"] in ([16], [32, 32])
+    assert len({c["training.lr"] for c in configs}) == 4
+
+
+def test_sample_is_reproducible_with_a_seed(spec_file):
+    path = spec_file()
+    first = rlsweep("sample", path, "-n", "3", "--json")
+    second = rlsweep("sample", path, "-n", "3", "--json")
+    assert json.loads(first.stdout) == json.loads(second.stdout)
+
+
+@pytest.mark.slow
+def test_run_best_export_from_the_shell(spec_file, tmp_path):
+    document = copy.deepcopy(TINY_SPEC)
+    document.update(
+        budget={"env_steps": 2000, "trials": 2},
+        scheduler={"name": "fifo"},
+        checkpoint={"every_env_steps": 1000, "keep": 1},
+        storage=str(tmp_path / "results"),
+        mlflow={"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}", "experiment": "cli"},
+    )
+    done = rlsweep("run", spec_file(document), "--quiet", "--set", "ray.num_cpus=2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "best trial:" in done.stdout and "checkpoint:" in done.stdout and "mlflow:" in done.stdout
+    experiment = tmp_path / "results" / "tiny"
+    assert experiment.is_dir()
+
+    best = rlsweep("best", experiment, "--json", "--rule", "max")
+    assert best.returncode == 0, best.stderr
+    parsed = json.loads(best.stdout)
+    assert parsed["rule"] == "max" and parsed["checkpoint"].startswith(str(experiment))
+    assert set(parsed["config"]) == {"training.lr", "rl_module.model_config.fcnet_hiddens"}
+
+    assert rlsweep("best", experiment, "--rule", "median").returncode == 2
+    exported = rlsweep("export", experiment, "--tracking-uri", f"sqlite:///{tmp_path / 'other.db'}")
+    assert exported.returncode == 0, exported.stderr
+    status = rlsweep("status", experiment)
+    assert status.returncode == 0 and "2 TERMINATED" in status.stdout

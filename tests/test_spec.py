@@ -1,0 +1,184 @@
+"""Spec loading and validation: every kind of error, with its path, all reported in one go."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+import rlsweep
+from rlsweep.errors import SpecError
+from tests.conftest import TINY_SPEC
+
+
+def problems_of(document, overrides=(), preflight=True) -> dict[str, str]:
+    with pytest.raises(SpecError) as info:
+        rlsweep.load_spec(document, overrides, preflight=preflight)
+    return {p.path: p.message for p in info.value.problems}
+
+
+def with_changes(**changes):
+    document = copy.deepcopy(TINY_SPEC)
+    for key, value in changes.items():
+        document[key] = value
+    return document
+
+
+def test_the_example_spec_is_valid():
+    spec = rlsweep.load_spec(Path(__file__).parent.parent / "examples" / "cartpole_ppo_asha.yaml")
+    assert spec.algorithm == "PPO"
+    assert spec.budget.env_steps > 0
+    assert spec.search_space.paths[0] == "training.lr"
+
+
+def test_unknown_keys_are_reported_at_every_level():
+    document = with_changes(budgett={"env_steps": 1}, budget={"env_steps": 4000, "trails": 3})
+    problems = problems_of(document)
+    assert "budgett" in problems and "unknown key" in problems["budgett"]
+    assert "budget.trails" in problems and "trials" in problems["budget.trails"]
+
+
+def test_wrong_types_name_the_value():
+    problems = problems_of(with_changes(budget={"env_steps": "lots", "trials": 2.5}))
+    assert problems["budget.env_steps"] == "must be an integer, got 'lots'"
+    assert problems["budget.trials"] == "must be an integer, got 2.5"
+
+
+def test_bad_bounds_in_the_search_space():
+    document = with_changes(
+        search_space={
+            "training.lr": {"loguniform": [0, 0.01]},
+            "training.gamma": {"uniform": [0.99, 0.9]},
+            "training.num_epochs": {"randint": [3, "ten"]},
+            "training.minibatch_size": {"choice": []},
+        }
+    )
+    problems = problems_of(document)
+    assert problems["search_space.training.lr"] == "loguniform: low must be > 0 for a log scale, got low=0"
+    assert "low must be < high, got low=0.99, high=0.9" in problems["search_space.training.gamma"]
+    assert "high must be a number, got 'ten'" in problems["search_space.training.num_epochs"]
+    assert "non-empty list" in problems["search_space.training.minibatch_size"]
+
+
+def test_unknown_algorithm_lists_the_known_ones():
+    problems = problems_of(with_changes(algorithm="PPPO"))
+    assert "unknown RLlib algorithm 'PPPO'" in problems["algorithm"]
+    assert "'PPO'" in problems["algorithm"]
+
+
+def test_unknown_env_and_unimportable_env_class():
+    assert "not a registered gymnasium id" in problems_of(with_changes(env="CartPole-v99"))["env"]
+    assert "cannot import module" in problems_of(with_changes(env="no_such_pkg.envs:MyEnv"))["env"]
+
+
+def test_config_paths_must_name_a_real_method_and_argument():
+    document = with_changes(config={"training.learning_rate": 0.1, "trainig.lr": 0.1})
+    problems = problems_of(document)
+    assert "takes no argument 'learning_rate'" in problems["config.training.learning_rate"]
+    assert "did you mean ['training']" in problems["config.trainig.lr"]
+
+
+def test_metric_and_mode():
+    problems = problems_of(with_changes(metric={"name": "episode_reward_mean", "mode": "maximize"}))
+    assert "unknown metric 'episode_reward_mean'" in problems["metric.name"]
+    assert problems["metric.mode"] == "must be 'min' or 'max', got 'maximize'"
+
+
+def test_stop_keys_are_checked():
+    problems = problems_of(with_changes(stop={"episode_reward_mean": 200}))
+    assert "unknown metric" in problems["stop.episode_reward_mean"]
+
+
+def test_budget_is_required_and_positive():
+    document = copy.deepcopy(TINY_SPEC)
+    del document["budget"]
+    assert problems_of(document)["budget"] == "is required"
+    assert "must be >= 1" in problems_of(with_changes(budget={"env_steps": 0}))["budget.env_steps"]
+
+
+def test_unknown_searcher_scheduler_and_options():
+    document = with_changes(searcher={"name": "optuma"}, scheduler={"name": "asha", "grace_period": 3})
+    problems = problems_of(document)
+    assert "unknown searcher 'optuma'" in problems["searcher.name"]
+    assert "unknown option for scheduler 'asha'" in problems["scheduler.grace_period"]
+    assert "grace_env_steps" in problems["scheduler.grace_period"]
+
+
+def test_asha_grace_must_be_below_the_budget():
+    document = with_changes(scheduler={"name": "asha", "grace_env_steps": 4000})
+    assert "below budget.env_steps=4000" in problems_of(document)["scheduler.grace_env_steps"]
+
+
+def test_every_problem_is_reported_in_one_go():
+    document = with_changes(
+        algorithm=None,
+        budget={"env_steps": -5},
+        metric={"mode": "up"},
+        search_space={"training.lr": {"loguniform": [-1, 1]}, "training.gamma": {"uniform": [1, 0]}},
+    )
+    problems = problems_of(document)
+    assert {"algorithm", "budget.env_steps", "metric.mode", "search_space.training.lr", "search_space.training.gamma"} <= set(problems)
+
+
+def test_rllib_rejections_are_found_before_launch_with_paths():
+    document = with_changes(
+        config={"training.train_batch_size": 200},
+        search_space={"training.minibatch_size": {"choice": [64, 512]}},
+    )
+    problems = problems_of(document)
+    [(path, message)] = problems.items()
+    assert "search_space.training.minibatch_size" in path
+    assert "config.training.train_batch_size" in path
+    assert "RLlib rejects" in message and "minibatch_size=512" in message
+
+
+def test_malformed_yaml_reports_line_and_column(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("algorithm: PPO\nenv: CartPole-v1\nbudget: {env_steps: 10\n")
+    problems = problems_of(path)
+    [(where, message)] = problems.items()
+    assert where.startswith(f"{path}:4:1") or where.startswith(f"{path}:3:")
+    assert message.startswith("invalid YAML")
+
+
+def test_duplicate_yaml_keys_are_an_error(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("algorithm: PPO\nenv: CartPole-v1\nbudget: {env_steps: 10}\nalgorithm: DQN\n")
+    [(where, message)] = problems_of(path).items()
+    assert where == f"{path}:4:1" and "duplicate key 'algorithm'" in message
+
+
+def test_yaml_is_loaded_safely(tmp_path):
+    path = tmp_path / "evil.yaml"
+    path.write_text("algorithm: !!python/object/apply:os.system ['echo pwned']\nenv: CartPole-v1\n")
+    [(_, message)] = problems_of(path).items()
+    assert "invalid YAML" in message
+
+
+def test_set_overrides_apply_before_validation():
+    spec = rlsweep.load_spec(TINY_SPEC, ["budget.trials=7", "config.training.gamma=0.9", "searcher.name=random"])
+    assert spec.budget.trials == 7
+    assert spec.config["training.gamma"] == 0.9
+    assert spec.searcher.name == "random"
+
+
+def test_a_parameter_may_not_be_both_fixed_and_searched():
+    problems = problems_of(with_changes(config={"training.lr": 0.1}))
+    assert "set a parameter in one place only" in problems["search_space.training.lr"]
+
+
+def test_sweep_names_cannot_escape_the_storage_directory():
+    assert "folder name" in problems_of(with_changes(name="../../etc"))["name"]
+
+
+def test_grid_needs_a_multiple_of_its_points():
+    document = with_changes(
+        searcher={"name": "random"}, search_space={"training.lr": {"grid": [0.001, 0.002, 0.003]}}, budget={"env_steps": 10, "trials": 4}
+    )
+    assert "multiple of the grid's 3 points" in problems_of(document)["budget.trials"]
+
+
+def test_model_based_searcher_refuses_grid():
+    document = with_changes(search_space={"training.lr": {"grid": [0.001, 0.002]}}, budget={"env_steps": 10, "trials": 2})
+    assert "cannot be combined with the model-based searcher 'optuna'" in problems_of(document)["search_space.training.lr"]

@@ -119,3 +119,12 @@ def test_mlflow_export_is_complete_and_idempotent(swept):
         history = client.get_metric_history(child.info.run_id, "return_mean")
         assert [m.step for m in history] == [r["env_steps"] for r in trial.rows]
         assert [m.value for m in history] == pytest.approx([r["return_mean"] for r in trial.rows])
+
+
+def test_run_refuses_a_trial_larger_than_the_cluster(ray_runtime, tiny_spec):
+    tiny_spec["config"] = {**tiny_spec["config"], "env_runners.num_env_runners": 3}
+    tiny_spec["ray"] = {"num_cpus": 8}  # passes the local check; the real 2-CPU runtime does not fit it
+    spec = rlsweep.load_spec(tiny_spec)
+    with pytest.raises(rlsweep.SpecError) as info:
+        rlsweep.run(spec, verbose=0)
+    assert "one trial needs 4 CPUs" in str(info.value) and "has 2" in str(info.value)

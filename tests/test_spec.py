@@ -182,3 +182,10 @@ def test_grid_needs_a_multiple_of_its_points():
 def test_model_based_searcher_refuses_grid():
     document = with_changes(search_space={"training.lr": {"grid": [0.001, 0.002]}}, budget={"env_steps": 10, "trials": 2})
     assert "cannot be combined with the model-based searcher 'optuna'" in problems_of(document)["search_space.training.lr"]
+
+
+def test_a_trial_that_cannot_fit_the_machine_is_an_error_not_a_hang():
+    document = with_changes(config={**TINY_SPEC["config"], "env_runners.num_env_runners": 4}, ray={"num_cpus": 2})
+    problems = problems_of(document)
+    message = problems["config.env_runners.num_env_runners"]
+    assert "one trial needs 5 CPUs" in message and "has 2" in message

@@ -3,6 +3,7 @@ space's extremes, and whether one trial fits the cluster."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,9 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
             problems.append(
                 Problem(", ".join(where), f"RLlib rejects this configuration ({values or 'at the space extremes'}): {message}")
             )
+    if not problems and spec.ray.address is None:
+        # A local runtime will have this many CPUs; a cluster is checked when the sweep joins it.
+        problems += resource_problems(spec, float(spec.ray.num_cpus or os.cpu_count() or 1))[0]
     return problems
 
 

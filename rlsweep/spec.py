@@ -209,6 +209,16 @@ class _Checker:
             self.note(f"{key}.{unknown}", f"unknown key; expected one of {sorted(allowed)}")
         return dict(value)
 
+    def named_section(self, doc: Mapping[str, Any], key: str) -> dict[str, Any]:
+        """A ``{name: ..., options...}`` section, which may also be written as just its name."""
+        value = doc.get(key) or {}
+        if isinstance(value, str):
+            return {"name": value}
+        if not isinstance(value, Mapping):
+            self.note(key, f"must be a mapping with a name, got {value!r}")
+            return {}
+        return dict(value)
+
     def number(
         self,
         doc: Mapping[str, Any],
@@ -294,23 +304,13 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
         if path in config:
             c.note(f"search_space.{path}", "is also set in config; set a parameter in one place only")
 
-    searcher_doc = doc.get("searcher") or {}
-    if isinstance(searcher_doc, str):
-        searcher_doc = {"name": searcher_doc}
-    if not isinstance(searcher_doc, Mapping):
-        c.note("searcher", f"must be a mapping with a name, got {searcher_doc!r}")
-        searcher_doc = {}
+    searcher_doc = c.named_section(doc, "searcher")
     searcher = SearcherSpec(
         name=c.string(searcher_doc, "name", "searcher.name", default="random"),
         seed=c.number(searcher_doc, "seed", "searcher.seed", integer=True, minimum=0),
         options={k: v for k, v in searcher_doc.items() if k not in ("name", "seed")},
     )
-    scheduler_doc = doc.get("scheduler") or {}
-    if isinstance(scheduler_doc, str):
-        scheduler_doc = {"name": scheduler_doc}
-    if not isinstance(scheduler_doc, Mapping):
-        c.note("scheduler", f"must be a mapping with a name, got {scheduler_doc!r}")
-        scheduler_doc = {}
+    scheduler_doc = c.named_section(doc, "scheduler")
     scheduler = SchedulerSpec(
         name=c.string(scheduler_doc, "name", "scheduler.name", default="fifo"),
         options={k: v for k, v in scheduler_doc.items() if k != "name"},

@@ -189,3 +189,9 @@ def test_a_trial_that_cannot_fit_the_machine_is_an_error_not_a_hang():
     problems = problems_of(document)
     message = problems["config.env_runners.num_env_runners"]
     assert "one trial needs 5 CPUs" in message and "has 2" in message
+
+
+def test_quantized_bounds_must_be_multiples_of_q():
+    document = with_changes(search_space={"training.train_batch_size": {"qrandint": [1, 100, 10]}})
+    message = problems_of(document)["search_space.training.train_batch_size"]
+    assert message == "qrandint: low must be a multiple of q=10, got low=1, high=100"

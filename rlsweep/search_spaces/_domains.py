@@ -179,6 +179,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_multiple(value: float, q: float) -> bool:
+    steps = value / q
+    return math.isclose(steps, round(steps), rel_tol=0, abs_tol=1e-9)
+
+
 def _same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b if not (_is_number(a) and _is_number(b)) else a == b
 
@@ -223,6 +228,15 @@ def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: 
                 errors.append(f"q must be > 0, got q={q}")
             elif not errors and q > high - low:
                 errors.append(f"q must not exceed high - low = {high - low}, got q={q}")
+            elif not errors:
+                # Then every backend's quantization (rounding to multiples of q, or steps of q from low)
+                # draws from the same set, and no draw falls outside [low, high].
+                off = [n for n, v in (("low", low), ("high", high)) if not _is_multiple(v, q)]
+                if off:
+                    errors.append(
+                        f"{' and '.join(off)} must be {'a multiple' if len(off) == 1 else 'multiples'} of q={q}, "
+                        f"got low={low}, high={high}"
+                    )
         if errors:
             return None, errors
         if integer:

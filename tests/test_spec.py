@@ -195,3 +195,7 @@ def test_quantized_bounds_must_be_multiples_of_q():
     document = with_changes(search_space={"training.train_batch_size": {"qrandint": [1, 100, 10]}})
     message = problems_of(document)["search_space.training.train_batch_size"]
     assert message == "qrandint: low must be a multiple of q=10, got low=1, high=100"
+
+
+def test_evaluation_is_refused_until_it_is_implemented():
+    assert "not implemented yet" in problems_of(with_changes(evaluation={"episodes": 5}))["evaluation"]

@@ -61,6 +61,9 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     names = algorithm_names()
     if spec.algorithm not in names:
         return [Problem("algorithm", f"unknown RLlib algorithm {spec.algorithm!r}; expected one of {names}")]
+    if spec.evaluation is not None:
+        # Refused rather than ignored: a sweep must not silently run without the evaluation it asked for.
+        problems.append(Problem("evaluation", "separate evaluation episodes are not implemented yet; remove this section"))
     if (message := env_problem(spec.env)) is not None:
         problems.append(Problem("env", message))
     problems += path_problems(spec)

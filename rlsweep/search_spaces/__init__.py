@@ -1,6 +1,9 @@
 """Search spaces: canonical domains and conditions, compiled exactly to each searcher's native form."""
 
 from rlsweep.search_spaces._base import SpaceCompiler
+from rlsweep.search_spaces._bayesopt import BayesOptCompiler, BayesOptSpace
+from rlsweep.search_spaces._configspace import ConfigSpaceCompiler, ConfigSpaceSpace
+from rlsweep.search_spaces._hyperopt import HyperOptCompiler, HyperOptSpace
 from rlsweep.search_spaces._domains import (
     DOMAIN_KINDS,
     Choice,
@@ -20,9 +23,16 @@ from rlsweep.search_spaces._domains import (
     parse_search_space,
 )
 from rlsweep.search_spaces._optuna import OptunaCompiler
+from rlsweep.search_spaces._pbt import Pb2Compiler, PbtCompiler
 from rlsweep.search_spaces._tune import TuneCompiler
 
 __all__ = [
+    "BayesOptCompiler",
+    "BayesOptSpace",
+    "ConfigSpaceCompiler",
+    "ConfigSpaceSpace",
+    "HyperOptCompiler",
+    "HyperOptSpace",
     "DOMAIN_KINDS",
     "Choice",
     "Domain",
@@ -33,6 +43,8 @@ __all__ = [
     "Normal",
     "OptunaCompiler",
     "Parameter",
+    "Pb2Compiler",
+    "PbtCompiler",
     "QLogUniform",
     "QRandInt",
     "QUniform",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rlsweep.search_spaces._base import SpaceCompiler
+from rlsweep.search_spaces._base import DROP_Q, NORMAL_AS_UNIFORM, SpaceCompiler
 from rlsweep.search_spaces._domains import (
     Choice,
     Fixed,
@@ -24,7 +24,7 @@ _PRIMITIVES = (type(None), bool, int, float, str)
 def _categorical(trial: Any, name: str, domain: Choice) -> Any:
     # Optuna stores only primitive categories; other values (lists, dicts) are suggested by label and
     # decoded here, so the trial gets the declared object, never a label or an index.
-    if all(isinstance(v, _PRIMITIVES) for v in domain.values):
+    if OptunaCompiler.primitive(domain):
         return trial.suggest_categorical(name, list(domain.values))
     labels = [repr(v) for v in domain.values]
     label = trial.suggest_categorical(name, labels)
@@ -51,8 +51,21 @@ class OptunaCompiler(SpaceCompiler):
     searcher = "optuna"
     supports_conditions = True
 
-    def compile(self, space: SearchSpace) -> DefineByRun:
-        self.check(space, _HANDLERS)
+    @staticmethod
+    def primitive(domain: Choice) -> bool:
+        """Whether Optuna can store the choice's values as they are (else they go by ``repr`` label)."""
+        return all(isinstance(v, _PRIMITIVES) for v in domain.values)
+
+    hints = {
+        "normal": "use 'uniform' over a range, or searcher 'random' or 'hyperopt'",
+        "qloguniform": "use 'loguniform' or 'quniform', or searcher 'random' or 'hyperopt'",
+        "quniform": "use 'qrandint' for integers, or searcher 'random', 'hyperopt' or 'bohb'",
+        "grid": "use 'choice', or searcher 'grid'",
+    }
+    fallbacks = {"normal": NORMAL_AS_UNIFORM, "qloguniform": DROP_Q, "quniform": DROP_Q}
+
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> DefineByRun:
+        space = self.check(space, _HANDLERS, lossy)
         return DefineByRun(tuple(space))
 
 

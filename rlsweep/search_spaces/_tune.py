@@ -50,8 +50,8 @@ class TuneCompiler(SpaceCompiler):
 
     searcher = "random"
 
-    def compile(self, space: SearchSpace) -> dict[str, Any]:
-        self.check(space, _HANDLERS)
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> dict[str, Any]:
+        space = self.check(space, _HANDLERS, lossy)
         return {p.path: _HANDLERS[p.domain.kind](p.domain) for p in space}
 
 

@@ -1,0 +1,157 @@
+"""Compile a search space to a ConfigSpace ``ConfigurationSpace`` (for BOHB), conditions included.
+
+Choices become categorical hyperparameters over labels (``repr`` of each value) and are decoded back to
+the declared objects, so BOHB's ``np.str_`` values never reach a trial. Quantized linear domains become
+ordinal hyperparameters over exactly the multiples of q (ConfigSpace 1.x has no ``q``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rlsweep.errors import IncompatibleError, Problem
+from rlsweep.search_spaces._base import DROP_Q, SpaceCompiler
+from rlsweep.search_spaces._domains import (
+    Choice,
+    Fixed,
+    LogRandInt,
+    LogUniform,
+    Normal,
+    Parameter,
+    QRandInt,
+    QUniform,
+    RandInt,
+    SearchSpace,
+    Uniform,
+)
+
+#: A normal domain is truncated this many standard deviations out (ConfigSpace needs bounds).
+NORMAL_SDS = 10
+#: Ordinal hyperparameters with more points than this are refused (BOHB's KDE would crawl).
+MAX_ORDINAL_POINTS = 10_000
+
+
+def _cs() -> Any:
+    import ConfigSpace
+
+    return ConfigSpace
+
+
+def _labels(domain: Choice) -> list[str]:
+    return [repr(v) for v in domain.values]
+
+
+def _grid_points(domain: Any) -> list[Any]:
+    count = int(round((domain.high - domain.low) / domain.q)) + 1
+    points = [domain.low + i * domain.q for i in range(count)]
+    return [int(p) for p in points] if isinstance(domain, QRandInt) else [float(round(p / domain.q) * domain.q) for p in points]
+
+
+_HANDLERS: dict[str, Callable[[str, Any], Any]] = {
+    Uniform.kind: lambda n, d: _cs().UniformFloatHyperparameter(n, d.low, d.high),
+    LogUniform.kind: lambda n, d: _cs().UniformFloatHyperparameter(n, d.low, d.high, log=True),
+    RandInt.kind: lambda n, d: _cs().UniformIntegerHyperparameter(n, d.low, d.high),
+    LogRandInt.kind: lambda n, d: _cs().UniformIntegerHyperparameter(n, d.low, d.high, log=True),
+    QUniform.kind: lambda n, d: _cs().OrdinalHyperparameter(n, _grid_points(d)),
+    QRandInt.kind: lambda n, d: _cs().OrdinalHyperparameter(n, _grid_points(d)),
+    Normal.kind: lambda n, d: _cs().NormalFloatHyperparameter(
+        n, d.mean, d.sd, d.mean - NORMAL_SDS * d.sd, d.mean + NORMAL_SDS * d.sd
+    ),
+    Choice.kind: lambda n, d: _cs().CategoricalHyperparameter(n, _labels(d)),
+    Fixed.kind: lambda n, d: None,
+}
+
+
+@dataclass(frozen=True)
+class ConfigSpaceSpace:
+    """The compiled space and its decoder."""
+
+    space: Any
+    parameters: tuple[Parameter, ...]
+
+    def decode(self, suggestion: Mapping[str, Any]) -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+        for parameter in self.parameters:
+            domain = parameter.domain
+            if isinstance(domain, Fixed):
+                if parameter.is_active(flat):
+                    flat[parameter.path] = domain.value
+                continue
+            if parameter.path not in suggestion:
+                continue
+            value = suggestion[parameter.path]
+            if isinstance(domain, Choice):
+                flat[parameter.path] = domain.values[_labels(domain).index(str(value))]
+            elif isinstance(domain, (RandInt, QRandInt)):
+                flat[parameter.path] = int(value)
+            else:
+                flat[parameter.path] = float(value)
+        return flat
+
+    def encode(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """A flat rlsweep config -> ConfigSpace values (choices as labels), for ``points_to_evaluate``."""
+        encoded = {}
+        for parameter in self.parameters:
+            if parameter.path in point and not isinstance(parameter.domain, Fixed):
+                value = point[parameter.path]
+                encoded[parameter.path] = repr(value) if isinstance(parameter.domain, Choice) else value
+        return encoded
+
+
+class ConfigSpaceCompiler(SpaceCompiler):
+    """See the module docstring."""
+
+    searcher = "bohb"
+    supports_conditions = True
+
+    hints = {
+        "qloguniform": "ConfigSpace 1.x has no quantization on a log scale; use 'loguniform' or 'lograndint'",
+        "grid": "use 'choice', or searcher 'grid'",
+    }
+    fallbacks = {"qloguniform": DROP_Q}
+
+    def compile(self, space: SearchSpace, *, lossy: bool = False, seed: int | None = None) -> ConfigSpaceSpace:
+        space = self.check(space, _HANDLERS, lossy)
+        cs = _cs()
+        problems = []
+        for parameter in space:
+            domain = parameter.domain
+            if isinstance(domain, (QUniform, QRandInt)) and len(_grid_points(domain)) > MAX_ORDINAL_POINTS:
+                problems.append(
+                    Problem(
+                        f"search_space.{parameter.path}",
+                        f"searcher 'bohb' expresses {domain.kind} as one ordinal value per multiple of q, and this "
+                        f"domain has {len(_grid_points(domain))} (limit {MAX_ORDINAL_POINTS}); use a larger q",
+                    )
+                )
+        configuration_space = cs.ConfigurationSpace(seed=seed)
+        hyperparameters = {}
+        for parameter in space:
+            hyperparameter = _HANDLERS[parameter.domain.kind](parameter.path, parameter.domain)
+            if hyperparameter is not None:
+                hyperparameters[parameter.path] = hyperparameter
+                configuration_space.add(hyperparameter)
+        for parameter in space:
+            if not parameter.when or parameter.path not in hyperparameters:
+                continue
+            conditions = []
+            for parent, allowed in parameter.when.items():
+                where = f"search_space.{parameter.path}.when.{parent}"
+                if parent not in hyperparameters:
+                    problems.append(Problem(where, "searcher 'bohb' cannot condition on a fixed value; drop the condition"))
+                    continue
+                parent_domain = next(p.domain for p in space if p.path == parent)
+                values = [repr(v) if isinstance(parent_domain, Choice) else v for v in allowed]
+                child, parent_hp = hyperparameters[parameter.path], hyperparameters[parent]
+                conditions.append(
+                    cs.EqualsCondition(child, parent_hp, values[0]) if len(values) == 1 else cs.InCondition(child, parent_hp, values)
+                )
+            if len(conditions) == 1:
+                configuration_space.add(conditions[0])
+            elif conditions:
+                configuration_space.add(cs.AndConjunction(*conditions))
+        if problems:
+            raise IncompatibleError(problems)
+        return ConfigSpaceSpace(space=configuration_space, parameters=tuple(space))

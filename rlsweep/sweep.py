@@ -198,6 +198,10 @@ def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict
         from ray.tune.search.sample import _BackwardsCompatibleNumpyRng
         from ray.tune.search.variant_generator import generate_variants
 
+        # BasicVariantGenerator runs the points to evaluate first, each standing for one sample.
+        from rlsweep.schedulers._searchers import points_to_evaluate
+
+        configs = [dict(p) for p in points_to_evaluate(spec) or []][:n]
         rng = _BackwardsCompatibleNumpyRng(spec.searcher.seed)
         while len(configs) < n:
             for _, variant in generate_variants({"config": copy.deepcopy(param_space)}, random_state=rng):

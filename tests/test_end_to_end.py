@@ -43,6 +43,13 @@ def test_every_trial_ran_and_reported_normalized_metrics(swept):
         assert steps == sorted(steps) and steps[0] == 1000
 
 
+def test_sample_shows_the_configs_the_sweep_tried(swept):
+    spec, result = swept
+    tried = sorted((t.config["training.lr"], repr(t.config["rl_module.model_config.fcnet_hiddens"])) for t in load(result.path).trials)
+    shown = sorted((c["training.lr"], repr(c["rl_module.model_config.fcnet_hiddens"])) for c in rlsweep.sample(spec, spec.budget.trials))
+    assert tried == shown
+
+
 def test_budget_and_asha_work_in_env_steps(swept):
     spec, result = swept
     final_steps = sorted(t.rows[-1]["env_steps"] for t in load(result.path).trials)

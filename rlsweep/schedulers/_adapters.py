@@ -46,6 +46,14 @@ class DecodingSearcher(Searcher):
     def restore(self, checkpoint_path: str) -> None:
         self.searcher.restore(checkpoint_path)
 
+    # Tune saves each wrapper in a searcher chain through get_state/set_state and the innermost searcher
+    # through save/restore. Decoding is stateless: the wrapper contributes nothing of its own.
+    def get_state(self) -> dict:
+        return {}
+
+    def set_state(self, state: dict) -> None:
+        return None
+
 
 class EncodedPointsHyperOptSearch(HyperOptSearch):
     """Ray's HyperOptSearch, given ``points_to_evaluate`` already in HyperOpt's own encoding.

@@ -64,7 +64,7 @@ def _int_for_float(parameter: Any, value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and parameter.domain.contains(float(value))
 
 
-def _points(spec: SweepSpec) -> list[dict[str, Any]] | None:
+def points_to_evaluate(spec: SweepSpec) -> list[dict[str, Any]] | None:
     points = spec.searcher.options.get("points_to_evaluate")
     if not points:
         return None
@@ -150,7 +150,7 @@ class RandomSearcher(Searcher):
         from ray.tune.search import BasicVariantGenerator
 
         search_alg = BasicVariantGenerator(
-            points_to_evaluate=_points(spec),
+            points_to_evaluate=points_to_evaluate(spec),
             random_state=spec.searcher.seed,
             max_concurrent=context.get("max_concurrent") or 0,
         )
@@ -164,7 +164,7 @@ class RandomSearcher(Searcher):
             metric=spec.metric.name,
             mode=spec.metric.mode,
             seed=spec.searcher.seed,
-            points_to_evaluate=_points(spec),
+            points_to_evaluate=points_to_evaluate(spec),
         )
 
 
@@ -192,7 +192,7 @@ class OptunaSearcher(Searcher):
         from ray.tune.search.optuna import OptunaSearch
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        points = _points(spec)
+        points = points_to_evaluate(spec)
         if points:
             # Optuna stores non-primitive choices by label; enqueue points in that form.
             labelled = {
@@ -218,7 +218,7 @@ class HyperOptSearcher(Searcher):
         from rlsweep.schedulers._adapters import DecodingSearcher, EncodedPointsHyperOptSearch
 
         compiled = HyperOptCompiler().compile(spec.search_space, lossy=_lossy(spec))
-        points = _points(spec)
+        points = points_to_evaluate(spec)
         searcher = EncodedPointsHyperOptSearch(
             space=compiled.space,
             metric=spec.metric.name,
@@ -241,7 +241,7 @@ class BohbSearcher(Searcher):
         from rlsweep.schedulers._adapters import DecodingSearcher
 
         compiled = ConfigSpaceCompiler().compile(spec.search_space, lossy=_lossy(spec), seed=spec.searcher.seed)
-        points = _points(spec)
+        points = points_to_evaluate(spec)
         searcher = TuneBOHB(
             space=compiled.space,
             metric=spec.metric.name,
@@ -266,7 +266,7 @@ class BayesOptSearcher(Searcher):
             metric=spec.metric.name,
             mode=spec.metric.mode,
             seed=spec.searcher.seed,
-            points_to_evaluate=_points(spec),
+            points_to_evaluate=points_to_evaluate(spec),
         )
 
 

@@ -2,7 +2,8 @@
 
 Choices become categorical hyperparameters over labels (``repr`` of each value) and are decoded back to
 the declared objects, so BOHB's ``np.str_`` values never reach a trial. Quantized linear domains become
-ordinal hyperparameters over exactly the multiples of q (ConfigSpace 1.x has no ``q``).
+integer hyperparameters over the multiple's index k (value = k * q), which is exact: ConfigSpace 1.x has
+no ``q`` and hpbandster's BOHB refuses ordinal hyperparameters.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from rlsweep.search_spaces._domains import (
 
 #: A normal domain is truncated this many standard deviations out (ConfigSpace needs bounds).
 NORMAL_SDS = 10
-#: Ordinal hyperparameters with more points than this are refused (BOHB's KDE would crawl).
-MAX_ORDINAL_POINTS = 10_000
 
 
 def _cs() -> Any:
@@ -43,10 +42,12 @@ def _labels(domain: Choice) -> list[str]:
     return [repr(v) for v in domain.values]
 
 
-def _grid_points(domain: Any) -> list[Any]:
-    count = int(round((domain.high - domain.low) / domain.q)) + 1
-    points = [domain.low + i * domain.q for i in range(count)]
-    return [int(p) for p in points] if isinstance(domain, QRandInt) else [float(round(p / domain.q) * domain.q) for p in points]
+def _multiple_index(domain: Any, value: float) -> int:
+    return int(round(value / domain.q))
+
+
+def _from_index(domain: Any, index: Any) -> int | float:
+    return int(index) * domain.q if isinstance(domain, QRandInt) else float(int(index) * domain.q)
 
 
 _HANDLERS: dict[str, Callable[[str, Any], Any]] = {
@@ -54,8 +55,8 @@ _HANDLERS: dict[str, Callable[[str, Any], Any]] = {
     LogUniform.kind: lambda n, d: _cs().UniformFloatHyperparameter(n, d.low, d.high, log=True),
     RandInt.kind: lambda n, d: _cs().UniformIntegerHyperparameter(n, d.low, d.high),
     LogRandInt.kind: lambda n, d: _cs().UniformIntegerHyperparameter(n, d.low, d.high, log=True),
-    QUniform.kind: lambda n, d: _cs().OrdinalHyperparameter(n, _grid_points(d)),
-    QRandInt.kind: lambda n, d: _cs().OrdinalHyperparameter(n, _grid_points(d)),
+    QUniform.kind: lambda n, d: _cs().UniformIntegerHyperparameter(n, _multiple_index(d, d.low), _multiple_index(d, d.high)),
+    QRandInt.kind: lambda n, d: _cs().UniformIntegerHyperparameter(n, _multiple_index(d, d.low), _multiple_index(d, d.high)),
     Normal.kind: lambda n, d: _cs().NormalFloatHyperparameter(
         n, d.mean, d.sd, d.mean - NORMAL_SDS * d.sd, d.mean + NORMAL_SDS * d.sd
     ),
@@ -84,7 +85,9 @@ class ConfigSpaceSpace:
             value = suggestion[parameter.path]
             if isinstance(domain, Choice):
                 flat[parameter.path] = domain.values[_labels(domain).index(str(value))]
-            elif isinstance(domain, (RandInt, QRandInt)):
+            elif isinstance(domain, (QUniform, QRandInt)):
+                flat[parameter.path] = _from_index(domain, value)
+            elif isinstance(domain, RandInt):
                 flat[parameter.path] = int(value)
             else:
                 flat[parameter.path] = float(value)
@@ -95,8 +98,12 @@ class ConfigSpaceSpace:
         encoded = {}
         for parameter in self.parameters:
             if parameter.path in point and not isinstance(parameter.domain, Fixed):
-                value = point[parameter.path]
-                encoded[parameter.path] = repr(value) if isinstance(parameter.domain, Choice) else value
+                value, domain = point[parameter.path], parameter.domain
+                if isinstance(domain, Choice):
+                    value = repr(value)
+                elif isinstance(domain, (QUniform, QRandInt)):
+                    value = _multiple_index(domain, value)
+                encoded[parameter.path] = value
         return encoded
 
 
@@ -116,16 +123,6 @@ class ConfigSpaceCompiler(SpaceCompiler):
         space = self.check(space, _HANDLERS, lossy)
         cs = _cs()
         problems = []
-        for parameter in space:
-            domain = parameter.domain
-            if isinstance(domain, (QUniform, QRandInt)) and len(_grid_points(domain)) > MAX_ORDINAL_POINTS:
-                problems.append(
-                    Problem(
-                        f"search_space.{parameter.path}",
-                        f"searcher 'bohb' expresses {domain.kind} as one ordinal value per multiple of q, and this "
-                        f"domain has {len(_grid_points(domain))} (limit {MAX_ORDINAL_POINTS}); use a larger q",
-                    )
-                )
         configuration_space = cs.ConfigurationSpace(seed=seed)
         hyperparameters = {}
         for parameter in space:

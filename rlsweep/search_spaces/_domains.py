@@ -218,8 +218,9 @@ def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: 
         low, high = values[0], values[1]
         if integer:
             errors += [f"{n} must be an integer, got {v!r}" for n, v in zip(names, values) if not _is_int(v)]
-        if not low < high if not integer else not low <= high:
-            errors.append(f"low must be {'<=' if integer else '<'} high, got low={low}, high={high}")
+        if not low < high:
+            # Equal bounds would be a constant: write the value itself (a fixed value) instead.
+            errors.append(f"low must be < high, got low={low}, high={high}")
         if log and low <= 0:
             errors.append(f"low must be > 0 for a log scale, got low={low}")
         if quantized:

@@ -67,12 +67,28 @@ class EncodedPointsHyperOptSearch(HyperOptSearch):
         return None
 
 
-class BayesOptSearcher(Searcher):
+class _PickledSearcher(Searcher):
+    """A searcher of ours whose state is the attributes named in :attr:`state_fields`."""
+
+    state_fields: tuple[str, ...] = ()
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as out:
+            pickle.dump({name: getattr(self, name) for name in self.state_fields}, out)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as source:
+            self.__dict__.update(pickle.load(source))
+
+
+class BayesOptSearcher(_PickledSearcher):
     """bayesian-optimization 3.x through its suggest/register API (Ray 2.60's BayesOptSearch wants <2).
 
     Works in the compiled coordinates (log domains in log space); minimization registers the negated
     metric. A trial that errored or never reported the metric teaches the model nothing.
     """
+
+    state_fields = ("optimizer", "queued", "live")
 
     def __init__(
         self,
@@ -107,19 +123,12 @@ class BayesOptSearcher(Searcher):
             return
         self.optimizer.register(params=coordinates, target=float(value) if self.mode == "max" else -float(value))
 
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as out:
-            pickle.dump({"optimizer": self.optimizer, "queued": self.queued, "live": self.live}, out)
 
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as source:
-            state = pickle.load(source)
-        self.optimizer, self.queued, self.live = state["optimizer"], state["queued"], state["live"]
-
-
-class ConditionalRandomSearcher(Searcher):
+class ConditionalRandomSearcher(_PickledSearcher):
     """Independent random draws, each from Tune's own sampler for its domain, where a parameter is drawn
     only when its conditions hold, so inactive parameters are absent from the trial's config."""
+
+    state_fields = ("rng", "queued")
 
     def __init__(
         self,
@@ -153,12 +162,3 @@ class ConditionalRandomSearcher(Searcher):
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         return None
-
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as out:
-            pickle.dump({"rng": self.rng, "queued": self.queued}, out)
-
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as source:
-            state = pickle.load(source)
-        self.rng, self.queued = state["rng"], state["queued"]

@@ -85,6 +85,11 @@ def _lossy(spec: SweepSpec) -> bool:
     return bool(spec.searcher.options.get("lossy", False))
 
 
+def _encoded_points(spec: SweepSpec, encode: Any) -> list[dict[str, Any]] | None:
+    points = points_to_evaluate(spec)
+    return [encode(point) for point in points] if points else None
+
+
 class Searcher(Entry):
     section = "searcher"
     options: ClassVar[Mapping[str, Option]] = {"points_to_evaluate": POINTS_OPTION, "lossy": LOSSY_OPTION}
@@ -218,13 +223,12 @@ class HyperOptSearcher(Searcher):
         from rlsweep.schedulers._adapters import DecodingSearcher, EncodedPointsHyperOptSearch
 
         compiled = HyperOptCompiler().compile(spec.search_space, lossy=_lossy(spec))
-        points = points_to_evaluate(spec)
         searcher = EncodedPointsHyperOptSearch(
             space=compiled.space,
             metric=spec.metric.name,
             mode=spec.metric.mode,
             random_state_seed=spec.searcher.seed,
-            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+            points_to_evaluate=_encoded_points(spec, compiled.encode),
         )
         return DecodingSearcher(searcher, compiled.decode)
 
@@ -241,13 +245,12 @@ class BohbSearcher(Searcher):
         from rlsweep.schedulers._adapters import DecodingSearcher
 
         compiled = ConfigSpaceCompiler().compile(spec.search_space, lossy=_lossy(spec), seed=spec.searcher.seed)
-        points = points_to_evaluate(spec)
         searcher = TuneBOHB(
             space=compiled.space,
             metric=spec.metric.name,
             mode=spec.metric.mode,
             seed=spec.searcher.seed,
-            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+            points_to_evaluate=_encoded_points(spec, compiled.encode),
         )
         return DecodingSearcher(searcher, compiled.decode)
 

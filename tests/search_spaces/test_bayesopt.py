@@ -44,3 +44,16 @@ def test_discrete_domains_are_refused_with_advice():
     with pytest.raises(IncompatibleError) as info:
         BayesOptCompiler().compile(space)
     assert "continuous ranges only; use searcher 'optuna', 'hyperopt' or 'bohb'" in str(info.value)
+
+
+def test_searcher_state_survives_save_and_restore(tmp_path):
+    space, _ = parse_search_space({"training.lr": {"loguniform": [1e-5, 1e-1]}})
+    compiled = BayesOptCompiler().compile(space)
+    first = BayesOptSearcher(compiled, metric="m", mode="min", seed=1)
+    for i in range(3):
+        config = first.suggest(f"t{i}")
+        first.on_trial_complete(f"t{i}", {"m": abs(math.log10(config["training.lr"]) + 3)})
+    first.save(str(tmp_path / "state.pkl"))
+    second = BayesOptSearcher(compiled, metric="m", mode="min", seed=99)
+    second.restore(str(tmp_path / "state.pkl"))
+    assert second.suggest("t3") == first.suggest("t3")

@@ -12,6 +12,7 @@ from rlsweep.search_spaces._domains import (
     LogRandInt,
     LogUniform,
     Parameter,
+    QUniform,
     QRandInt,
     RandInt,
     SearchSpace,
@@ -34,6 +35,8 @@ def _categorical(trial: Any, name: str, domain: Choice) -> Any:
 _HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
     Uniform.kind: lambda t, n, d: t.suggest_float(n, d.low, d.high),
     LogUniform.kind: lambda t, n, d: t.suggest_float(n, d.low, d.high, log=True),
+    # Bounds are multiples of q (checked when parsed), so Optuna's steps from low are exactly the multiples.
+    QUniform.kind: lambda t, n, d: t.suggest_float(n, d.low, d.high, step=d.q),
     RandInt.kind: lambda t, n, d: t.suggest_int(n, d.low, d.high),
     LogRandInt.kind: lambda t, n, d: t.suggest_int(n, d.low, d.high, log=True),
     QRandInt.kind: lambda t, n, d: t.suggest_int(n, d.low, d.high, step=d.q),
@@ -59,10 +62,9 @@ class OptunaCompiler(SpaceCompiler):
     hints = {
         "normal": "use 'uniform' over a range, or searcher 'random' or 'hyperopt'",
         "qloguniform": "use 'loguniform' or 'quniform', or searcher 'random' or 'hyperopt'",
-        "quniform": "use 'qrandint' for integers, or searcher 'random', 'hyperopt' or 'bohb'",
         "grid": "use 'choice', or searcher 'grid'",
     }
-    fallbacks = {"normal": NORMAL_AS_UNIFORM, "qloguniform": DROP_Q, "quniform": DROP_Q}
+    fallbacks = {"normal": NORMAL_AS_UNIFORM, "qloguniform": DROP_Q}
 
     def compile(self, space: SearchSpace, *, lossy: bool = False) -> DefineByRun:
         space = self.check(space, _HANDLERS, lossy)

@@ -74,3 +74,9 @@ def test_normal_domain_is_refused_with_the_parameter_named():
         OptunaCompiler().compile(space)
     assert info.value.problems[0].path == "search_space.training.lr"
     assert "searcher 'optuna' cannot express a 'normal' domain" in info.value.problems[0].message
+
+
+def test_quantized_floats_step_through_exactly_the_multiples_of_q():
+    space, _ = parse_search_space({"training.clip_param": {"quniform": [0.1, 0.4, 0.1]}})
+    values = {round(d["training.clip_param"], 9) for d in draws(OptunaCompiler().compile(space), n=60)}
+    assert values == {0.1, 0.2, 0.3, 0.4}

@@ -9,8 +9,6 @@ from rlsweep.spec import SweepSpec
 from rlsweep.validate import load_spec
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rlsweep.sweep import SweepResult
 
 __version__ = "0.1.0"

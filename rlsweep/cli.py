@@ -81,9 +81,8 @@ def _run(args: argparse.Namespace) -> int:
         print("no trial reported a result", file=sys.stderr)
         return EXIT_ERROR
     _print_best(result.best)
-    if result.mlflow_run_id:
-        print(f"mlflow:      {spec.mlflow.tracking_uri if spec.mlflow else ''} "
-              f"experiment {spec.mlflow.experiment if spec.mlflow else ''!r}, run {result.mlflow_run_id}")
+    if result.mlflow_run_id and spec.mlflow is not None:
+        print(f"mlflow:      {spec.mlflow.tracking_uri} experiment {spec.mlflow.experiment!r}, run {result.mlflow_run_id}")
     return EXIT_OK
 
 

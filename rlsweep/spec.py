@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -418,6 +418,3 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
         [],
     )
 
-
-#: Checks that need other stages (searcher/scheduler tables, RLlib). Each returns problems, never raises.
-SpecCheck = Callable[[SweepSpec], list[Problem]]

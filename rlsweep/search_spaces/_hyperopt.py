@@ -112,11 +112,7 @@ def _label(parameter: Parameter, draws: Mapping[str, Any]) -> str:
     if not parameter.when:
         return parameter.path
     (parent, _), = parameter.when.items()
-    return f"{parameter.path}|{parent}={_branch_key(draws.get(parent))}"
-
-
-def _branch_key(value: Any) -> str:
-    return repr(value)
+    return f"{parameter.path}|{parent}={draws.get(parent)!r}"
 
 
 class HyperOptCompiler(SpaceCompiler):

@@ -69,7 +69,6 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
         next_checkpoint = (meta["metrics"]["env_steps"] // every + 1) * every
 
     try:
-        env_steps = 0
         first = True
         while True:
             with timer.iteration():

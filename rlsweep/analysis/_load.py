@@ -219,9 +219,10 @@ class Sweep:
         steps = [int(r.get("env_steps", 0)) for r in best_trial.rows]
         chosen, chosen_value = None, math.nan
         for checkpoint in best_trial.checkpoints:
-            # Score a checkpoint by the history up to the report it was saved with.
+            # Score a checkpoint by the reports up to the one it was saved with. Under "max" that is its own
+            # value: a running maximum would let a later checkpoint inherit an earlier peak.
             end = max((i for i, s in enumerate(steps) if s <= checkpoint.env_steps), default=-1)
-            score = self._score(values, end, rule) if end >= 0 else math.nan
+            score = self._score(values, end, "last" if rule == "max" else rule) if end >= 0 else math.nan
             if math.isnan(score):
                 score = float(checkpoint.metrics.get(metric, math.nan))
             if chosen is None or (not math.isnan(score) and (math.isnan(chosen_value) or better(score, chosen_value))):

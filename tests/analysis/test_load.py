@@ -74,3 +74,15 @@ def test_table_has_one_row_per_trial(experiment):
 def test_not_an_experiment_directory(tmp_path):
     with pytest.raises(SweepError):
         load(tmp_path)
+
+
+def test_max_rule_scores_each_checkpoint_by_its_own_value(tmp_path):
+    root = tmp_path / "exp"
+    root.mkdir()
+    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
+    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc"}))
+    # The peak (300) was never checkpointed; of the two kept, the later one scored higher.
+    write_trial(root, "t", [300, 20, 30, 40], checkpoints=[2000, 4000], config={"training.lr": 0.01})
+    best = load(root).best(rule="max")
+    assert best.value == 300
+    assert best.checkpoint.name == "checkpoint_000001" and best.checkpoint_value == 40

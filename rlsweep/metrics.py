@@ -28,3 +28,6 @@ HIGHER_IS_BETTER = {"return_mean", "return_min", "return_max", "eval_return_mean
 
 #: Prefix under which RLlib's own (flattened) result keys are reported beside the normalized ones.
 RLLIB_PREFIX = "rllib/"
+
+#: Hyperparameters read back from the running algorithm are reported as ``hp/<spec path>``.
+HP_PREFIX = "hp/"

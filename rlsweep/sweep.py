@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsweep.errors import SpecError, SweepError
-from rlsweep.schedulers import SCHEDULERS, SEARCHERS
+from rlsweep.schedulers import SCHEDULERS, SEARCHERS, checkpoint_keep
 from rlsweep.spec import SweepSpec
 from rlsweep.trainables import make_trainable, resource_problems
 
@@ -105,12 +105,27 @@ def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float
     return min(spec.budget.max_concurrent or fits, spec.budget.trials)
 
 
+def _stop_condition(spec: SweepSpec, stopper: Any) -> Any:
+    if stopper is None:
+        return dict(spec.stop) or None
+    if not spec.stop:
+        return stopper
+    from ray.tune.stopper import CombinedStopper, FunctionStopper
+
+    # Tune takes either a dict of thresholds or a Stopper: the spec's thresholds become a function stopper.
+    def thresholds(trial_id: str, result: dict) -> bool:
+        return any(result.get(key, -math.inf) >= value for key, value in spec.stop.items())
+
+    return CombinedStopper(FunctionStopper(thresholds), stopper)
+
+
 def run(
     spec: SweepSpec,
     *,
     storage: str | None = None,
     address: str | None = None,
     verbose: int = 1,
+    stopper: Any = None,
 ) -> SweepResult:
     """Run a validated sweep to the end, pick the best trial, and export it to MLflow if the spec says so.
 
@@ -119,6 +134,8 @@ def run(
         storage: Overrides ``spec.storage``.
         address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
         verbose: 0 prints nothing; 1 prints a line per trial result and per finished trial.
+        stopper: An extra ``ray.tune.Stopper`` beside the spec's ``stop`` thresholds, e.g. one that ends
+            the whole sweep once a condition holds (``benchmarks/time_to_solve.py``).
 
     Raises:
         SpecError: A trial cannot fit the cluster.
@@ -156,9 +173,9 @@ def run(
         run_config=tune.RunConfig(
             name=path.name,
             storage_path=str(path.parent),
-            stop=dict(spec.stop) or None,
+            stop=_stop_condition(spec, stopper),
             checkpoint_config=tune.CheckpointConfig(
-                num_to_keep=spec.checkpoint.keep,
+                num_to_keep=checkpoint_keep(spec),
                 checkpoint_score_attribute=spec.metric.name,
                 checkpoint_score_order=spec.metric.mode,
             ),

@@ -107,7 +107,7 @@ def test_unknown_searcher_scheduler_and_options():
 
 def test_asha_grace_must_be_below_the_budget():
     document = with_changes(scheduler={"name": "asha", "grace_env_steps": 4000})
-    assert "below budget.env_steps=4000" in problems_of(document)["scheduler.grace_env_steps"]
+    assert "below the scheduler's max_env_steps=4000" in problems_of(document)["scheduler.grace_env_steps"]
 
 
 def test_every_problem_is_reported_in_one_go():

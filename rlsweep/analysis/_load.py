@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsweep.errors import SpecError, SweepError
-from rlsweep.metrics import NORMALIZED_METRICS
+from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
 from rlsweep.spec import SweepSpec, parse_spec, read_document
 from rlsweep.sweep import SPEC_FILE, read_sweep_info
 from rlsweep.trainables._trainable import CHECKPOINT_META
@@ -166,12 +166,14 @@ class Sweep:
         return pd.DataFrame.from_records(records)
 
     def history(self) -> Any:
-        """One row per reported iteration of every trial, normalized metrics only."""
+        """One row per reported iteration of every trial: the normalized metrics and ``hp/...`` values."""
         import pandas as pd
 
-        columns = ["trial_id", *NORMALIZED_METRICS]
+        # Plus the hyperparameters read back from the learner (hp/...): under PBT they change per row.
+        hyperparams = sorted({k for t in self.trials for row in t.rows for k in row if k.startswith(HP_PREFIX)})
+        columns = ["trial_id", *NORMALIZED_METRICS, *hyperparams]
         records = [
-            {"trial_id": t.trial_id, **{k: row.get(k) for k in NORMALIZED_METRICS}} for t in self.trials for row in t.rows
+            {"trial_id": t.trial_id, **{k: row.get(k) for k in columns[1:]}} for t in self.trials for row in t.rows
         ]
         return pd.DataFrame.from_records(records, columns=columns)
 
@@ -288,10 +290,14 @@ def load(path: str | Path) -> Sweep:
     trials = []
     for trial_dir in _iter_trial_dirs(root):
         rows = _read_rows(trial_dir / "result.json")
-        try:
-            config = json.loads((trial_dir / "params.json").read_text())
-        except (OSError, ValueError):
-            config = rows[0].get("config", {}) if rows else {}
+        # The config in force at the last result: PBT/PB2 change it during the trial (params.json keeps
+        # the first one).
+        config = rows[-1].get("config") if rows else None
+        if not isinstance(config, Mapping):
+            try:
+                config = json.loads((trial_dir / "params.json").read_text())
+            except (OSError, ValueError):
+                config = {}
         trial_id = str(rows[0]["trial_id"]) if rows and "trial_id" in rows[0] else _trial_id_from_dirname(trial_dir.name)
         status, error_file = states.get(trial_id, (None, None))
         error_text = None

@@ -1,5 +1,6 @@
-"""Small Tune ``Searcher`` adapters: decoding suggestions to declared types, bayesian-optimization 3.x,
-random search with conditions. Each does one thing and keeps Tune's searcher protocol."""
+"""Small Tune adapters: searchers decoding suggestions to declared types, bayesian-optimization 3.x,
+random search with conditions; HyperBand brackets in env steps. Each does one thing and keeps Tune's
+searcher or scheduler protocol."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pickle
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ray.tune.schedulers import HyperBandScheduler
+from ray.tune.schedulers.hb_bohb import HyperBandForBOHB
 from ray.tune.search import Searcher
 from ray.tune.search.hyperopt import HyperOptSearch
 
@@ -39,6 +42,13 @@ class DecodingSearcher(Searcher):
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         self.searcher.on_trial_complete(trial_id, result=result, error=error)
+
+    # HyperBandForBOHB tells the searcher which trials it paused, so BOHB does not wait for their results.
+    def on_pause(self, trial_id: str) -> None:
+        self.searcher.on_pause(trial_id)
+
+    def on_unpause(self, trial_id: str) -> None:
+        self.searcher.on_unpause(trial_id)
 
     def save(self, checkpoint_path: str) -> None:
         self.searcher.save(checkpoint_path)
@@ -162,3 +172,46 @@ class ConditionalRandomSearcher(_PickledSearcher):
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         return None
+
+
+class _EnvStepBrackets:
+    """HyperBand's brackets in env steps, for Ray's synchronous HyperBand schedulers.
+
+    Ray sizes the brackets from ``max_t`` alone, as if the smallest useful budget were 1 time unit: in
+    env steps that is log_eta(100000) ~ 10 brackets, the first planning thousands of trials that each get
+    a handful of env steps. Here they are counted from ``max_t / grace`` (HyperBand's R = max budget /
+    min budget), so the most aggressive bracket's first rung is ``grace`` env steps.
+
+    A trial that reached ``max_t`` is stopped, not paused: Ray pauses it until the rest of its bracket
+    catches up, and when the last of them finishes first, the sweep ends with that trial left PAUSED.
+    """
+
+    _time_attr: str
+    _max_t_attr: int
+
+    def _size_brackets(self, grace: int, eta: float) -> None:
+        self._s_max_1 = int(round(math.log(self._max_t_attr / grace) / math.log(eta))) + 1
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        from ray.tune.schedulers import TrialScheduler
+
+        decision = super().on_trial_result(tune_controller, trial, result)  # type: ignore[misc]
+        if decision == TrialScheduler.PAUSE and result.get(self._time_attr, 0) >= self._max_t_attr:
+            return TrialScheduler.STOP
+        return decision
+
+
+def env_step_hyperband(bohb: bool, *, grace: int, **kwargs: Any) -> Any:
+    """``HyperBandScheduler`` (or ``HyperBandForBOHB``) with brackets sized from ``grace`` env steps."""
+    scheduler = (_EnvStepBOHB if bohb else _EnvStepHyperBand)(**kwargs)
+    scheduler._size_brackets(grace, kwargs["reduction_factor"])
+    return scheduler
+
+
+
+class _EnvStepHyperBand(_EnvStepBrackets, HyperBandScheduler):
+    pass
+
+
+class _EnvStepBOHB(_EnvStepBrackets, HyperBandForBOHB):
+    pass

@@ -20,7 +20,7 @@ class Option:
     Attributes:
         types: Accepted Python types (``bool`` is never accepted as a number).
         default: Used when the option is absent; ``None`` means derived from the rest of the spec.
-        minimum / exclusive_minimum: Bounds on numbers.
+        minimum / exclusive_minimum / maximum: Bounds on numbers.
         doc: One line for the docs and error messages.
     """
 
@@ -28,6 +28,7 @@ class Option:
     default: Any = None
     minimum: float | None = None
     exclusive_minimum: float | None = None
+    maximum: float | None = None
     doc: str = ""
 
     def problem(self, value: Any) -> str | None:
@@ -39,10 +40,13 @@ class Option:
             return f"must be >= {self.minimum}, got {value}"
         if self.exclusive_minimum is not None and value <= self.exclusive_minimum:
             return f"must be > {self.exclusive_minimum}, got {value}"
+        if self.maximum is not None and value > self.maximum:
+            return f"must be <= {self.maximum}, got {value}"
         return None
 
     def _type_names(self) -> str:
-        return " or ".join({int: "an integer", float: "a number", str: "a string", bool: "true/false"}[t] for t in self.types)
+        names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list"}
+        return " or ".join(names[t] for t in self.types)
 
 
 class Entry(abc.ABC):
@@ -52,6 +56,9 @@ class Entry(abc.ABC):
     section: ClassVar[str]
     options: ClassVar[Mapping[str, Option]] = {}
     doc: ClassVar[str] = ""
+    #: The names in the other table this entry can run with (None: any that accepts it), and why not others.
+    partners: ClassVar[frozenset[str] | None] = None
+    partners_reason: ClassVar[str] = ""
 
     def check_options(self, given: Mapping[str, Any]) -> list[Problem]:
         problems = []

@@ -237,6 +237,11 @@ class BohbSearcher(Searcher):
     name = "bohb"
     doc = "BOHB's model over a ConfigSpace space (conditions supported); pairs with the 'bohb' scheduler"
     model_based = True
+    partners = frozenset({"bohb"})
+    partners_reason = (
+        "BOHB's model is fitted per budget, and only the 'bohb' scheduler (HyperBandForBOHB) tells it the budgets; "
+        "use preset 'bohb', or searcher 'optuna'/'hyperopt' with another scheduler"
+    )
     compiler = ConfigSpaceCompiler
 
     def make(self, spec: SweepSpec) -> Any:

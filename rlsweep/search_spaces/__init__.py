@@ -23,7 +23,7 @@ from rlsweep.search_spaces._domains import (
     parse_search_space,
 )
 from rlsweep.search_spaces._optuna import OptunaCompiler
-from rlsweep.search_spaces._pbt import Pb2Compiler, PbtCompiler
+from rlsweep.search_spaces._pbt import IntoDomains, Pb2Compiler, PbtCompiler
 from rlsweep.search_spaces._tune import TuneCompiler
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Normal",
     "OptunaCompiler",
     "Parameter",
+    "IntoDomains",
     "Pb2Compiler",
     "PbtCompiler",
     "QLogUniform",

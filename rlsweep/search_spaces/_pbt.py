@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rlsweep.search_spaces._base import LOG_AS_LINEAR, SpaceCompiler
@@ -65,3 +66,42 @@ class Pb2Compiler(SpaceCompiler):
     def compile(self, space: SearchSpace, *, lossy: bool = False) -> dict[str, list[float]]:
         space = self.check(space, _PB2_HANDLERS, lossy)
         return {p.path: b for p in space if (b := _PB2_HANDLERS[p.domain.kind](p.domain)) is not None}
+
+
+def _clip(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+def _on_grid(value: float, low: float, high: float, q: float) -> float:
+    # Quantized bounds are multiples of q (a parse-time rule), so the clipped multiple stays on the grid.
+    return _clip(round(value / q) * q, low, high)
+
+
+#: Domain kind -> the nearest value of that domain to a perturbed one, in the declared Python type.
+_PROJECTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    Uniform.kind: lambda d, v: _clip(float(v), d.low, d.high),
+    LogUniform.kind: lambda d, v: _clip(float(v), d.low, d.high),
+    QUniform.kind: lambda d, v: float(_on_grid(float(v), d.low, d.high, d.q)),
+    QLogUniform.kind: lambda d, v: float(_on_grid(float(v), d.low, d.high, d.q)),
+    RandInt.kind: lambda d, v: int(_clip(round(float(v)), d.low, d.high)),
+    LogRandInt.kind: lambda d, v: int(_clip(round(float(v)), d.low, d.high)),
+    QRandInt.kind: lambda d, v: int(_on_grid(float(v), d.low, d.high, d.q)),
+    Normal.kind: lambda d, v: float(v),
+}
+
+
+class IntoDomains:
+    """PBT/PB2's ``custom_explore_fn``: Ray multiplies a value by a perturbation factor (lr at its upper
+    bound * 1.2 leaves the declared range, a quantized value leaves its grid) and PB2 hands back float32
+    numpy values just outside the bounds. This maps every explored value to the nearest value its
+    declared domain can take, as a plain Python number. Picklable, as Tune saves the scheduler."""
+
+    def __init__(self, space: SearchSpace) -> None:
+        self.domains = {p.path: p.domain for p in space if p.domain.kind in _PROJECTIONS}
+
+    def __call__(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        projected = dict(config)
+        for path, domain in self.domains.items():
+            if path in projected:
+                projected[path] = _PROJECTIONS[domain.kind](domain, projected[path])
+        return projected

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rlsweep.errors import SpecError
 from rlsweep.metrics import NORMALIZED_METRICS, RLLIB_PREFIX
 from rlsweep.trainables._config import algorithm_class, build_config
+from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._metrics import MetricNormalizer, rllib_section
 from rlsweep.trainables._timing import PhaseTimer
 
@@ -52,41 +53,63 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
     """Tune function trainable. ``sampled`` is the trial's draw, keyed by spec parameter paths."""
     from ray import tune
 
+    from rlsweep.schedulers import SCHEDULERS
+
     _limit_torch_threads()
     algo = build_config(spec, sampled).build_algo()
     normalizer = MetricNormalizer()
     timer = PhaseTimer(algo)
     every = spec.checkpoint.every_env_steps or spec.budget.env_steps
+    # The reports at which the scheduler acts on the trial's latest checkpoint (PBT copies it, HyperBand
+    # pauses and later resumes from it): those must carry a fresh checkpoint.
+    rule = SCHEDULERS[spec.scheduler.name].checkpoint_rule(spec)
     evaluation = spec.evaluation is not None
+    searched = spec.search_space.paths
 
     checkpoint = tune.get_checkpoint()
     next_checkpoint = every
+    last_rule = 0
     if checkpoint is not None:
         with checkpoint.as_directory() as directory:
             algo.restore_from_path(directory)
             meta = json.loads((Path(directory) / CHECKPOINT_META).read_text())
+        # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
+        reapply_learning_rates(algo)
         normalizer.restore(meta.get("carried", {}))
-        next_checkpoint = (meta["metrics"]["env_steps"] // every + 1) * every
+        restored_steps = meta["metrics"]["env_steps"]
+        if restored_steps >= spec.budget.env_steps:
+            # PBT can hand a trial the checkpoint of one that already finished: nothing is left to train,
+            # so the trial ends at the budget with the metrics it copied.
+            tune.report({**meta["metrics"], **in_effect(algo, spec.search_space.paths)})
+            algo.stop()
+            return
+        next_checkpoint = (restored_steps // every + 1) * every
+        last_rule = meta.get("rule_env_steps", restored_steps)
 
     try:
         first = True
         while True:
+            # Read before the iteration: the values its first update uses.
+            hyperparams = in_effect(algo, searched)
             with timer.iteration():
                 result = algo.train()
             metrics = normalizer(result, evaluation=evaluation)
             metrics.update(timer.last)
             metrics["time_total_s"] = result.get("time_total_s", 0.0)
-            reported = {**metrics, **rllib_section(result)}
+            reported = {**metrics, **hyperparams, **rllib_section(result)}
             if first:
                 _check_reported_keys(spec, reported)
                 first = False
             env_steps = metrics["env_steps"]
             done = env_steps >= spec.budget.env_steps
-            if env_steps >= next_checkpoint or done:
+            needed = rule is not None and rule.fires(env_steps, last_rule)
+            if needed:
+                last_rule = env_steps
+            if env_steps >= next_checkpoint or done or needed:
                 next_checkpoint = (env_steps // every + 1) * every
                 with tempfile.TemporaryDirectory(prefix="rlsweep-ckpt-") as directory:
                     algo.save_to_path(directory)
-                    meta = {"metrics": metrics, "carried": normalizer.state(), "config": sampled}
+                    meta = {"metrics": metrics, "carried": normalizer.state(), "config": sampled, "rule_env_steps": last_rule}
                     Path(directory, CHECKPOINT_META).write_text(json.dumps(meta, default=str))
                     tune.report(reported, checkpoint=tune.Checkpoint.from_directory(directory))
             else:

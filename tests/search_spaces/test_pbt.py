@@ -35,3 +35,38 @@ def test_pb2_takes_linear_ranges_only_and_says_so():
     with pytest.warns(UserWarning, match="searched linearly"):
         bounds = Pb2Compiler().compile(space, lossy=True)
     assert bounds == {"training.gamma": [0.9, 0.99], "training.lr": [1e-5, 1e-2]}
+
+
+def test_explored_values_stay_inside_their_declared_domains():
+    """Ray's PBT multiplies by a perturbation factor without clipping; rlsweep maps the result back."""
+    import random
+
+    import numpy as np
+    from ray.tune.schedulers.pbt import _explore
+
+    from rlsweep.search_spaces import IntoDomains
+
+    space, _ = parse_search_space(
+        {
+            "training.lr": {"loguniform": [1e-5, 1e-3]},
+            "training.num_epochs": {"qrandint": [2, 20, 2]},
+            "training.clip_param": {"quniform": [0.1, 0.4, 0.05]},
+        }
+    )
+    mutations = PbtCompiler().compile(space)
+    into = IntoDomains(space)
+    random.seed(0)
+    for config in ({"training.lr": 1e-3, "training.num_epochs": 20, "training.clip_param": 0.4},
+                   {"training.lr": 1e-5, "training.num_epochs": 2, "training.clip_param": 0.1},
+                   {"training.lr": 3e-4, "training.num_epochs": 10, "training.clip_param": 0.25}):
+        for factor in (1.2, 0.8, 1.33):
+            raw, _ = _explore(config, mutations, 0.0, (factor,), None)
+            explored = into(raw)
+            for parameter in space:
+                value = explored[parameter.path]
+                assert parameter.domain.contains(value), (parameter.path, raw[parameter.path], value)
+    assert not space.parameters[0].domain.contains(1e-3 * 1.2)  # what Ray alone would have used
+    # PB2 hands back float32 numpy values a hair outside the bounds.
+    pb2 = IntoDomains(parse_search_space({"training.lr": {"uniform": [1e-4, 3e-3]}})[0])
+    value = pb2({"training.lr": np.float32(1e-4)})["training.lr"]
+    assert type(value) is float and value == 1e-4

@@ -12,7 +12,9 @@ ZOO = REPO / "examples" / "zoo_ppo_space.yaml"
 
 @pytest.mark.parametrize("searcher", ["optuna", "hyperopt", "bohb"])
 def test_zoo_space_validates_and_compiles(searcher):
-    spec = rlsweep.load_spec(ZOO, [f"searcher.name={searcher}"])
+    # BOHB's searcher runs only with its own scheduler, which takes the same grace and reduction factor.
+    overrides = [f"searcher.name={searcher}"] + (["scheduler.name=bohb"] if searcher == "bohb" else [])
+    spec = rlsweep.load_spec(ZOO, overrides)
     assert len(spec.search_space) == 12
     draws = rlsweep.sample(spec, 8)
     assert len(draws) == 8

@@ -1,0 +1,65 @@
+"""The hyperparameters in effect inside a running RLlib algorithm, read back from its learners.
+
+PBT restarts a trial with a mutated config from another trial's checkpoint. Restoring that checkpoint
+loads the optimizer state of the trial that saved it, learning rate included, and RLlib resets the
+learning rate from the config only after the next gradient update: the first update after every
+exploit used the donor's rate (measured on Ray 2.60, PPO). :func:`reapply_learning_rates` closes that
+gap, and :func:`in_effect` reports what the learner really holds so a user can see a mutation land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rlsweep.metrics import HP_PREFIX
+
+
+def reapply_learning_rates(algo: Any) -> None:
+    """Set every optimizer's learning rate to the value the trial's own config schedules now."""
+
+    def reset(learner: Any) -> None:
+        for optimizer, schedule in learner._optimizer_lr_schedules.items():
+            learner._set_optimizer_lr(optimizer, schedule.get_current_value())
+
+    algo.learner_group.foreach_learner(reset)
+
+
+def in_effect(algo: Any, paths: Iterable[str]) -> dict[str, float]:
+    """``hp/<path>`` for each searched ``method.argument`` path whose running value is a number.
+
+    ``training.lr`` is the learner's optimizer learning rate; other ``training.*`` values come from the
+    learner's own config (what the loss uses); other sections from the algorithm's config.
+    """
+    paths = list(paths)
+    if not paths:
+        return {}
+
+    def read(learner: Any) -> dict[str, float]:
+        values: dict[str, float] = {}
+        for path in paths:
+            method, _, rest = path.partition(".")
+            if path == "training.lr" and learner._optimizer_lr_schedules:
+                optimizer = next(iter(learner._optimizer_lr_schedules))
+                values[path] = float(learner._get_optimizer_lr(optimizer))
+                continue
+            value = _lookup(learner.config if method == "training" else algo.config, rest)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values[path] = float(value)
+        return values
+
+    if algo.learner_group is None:
+        return {}
+    # One result per learner (a RemoteCallResults of CallResults); all learners hold the same values.
+    for call in algo.learner_group.foreach_learner(read):
+        if call.ok:
+            return {HP_PREFIX + path: value for path, value in call.get().items()}
+    return {}
+
+
+def _lookup(config: Any, dotted: str) -> Any:
+    key, *rest = dotted.split(".")
+    value = getattr(config, key, None)
+    for part in rest:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value

@@ -1,0 +1,79 @@
+"""What PBT and BOHB promise with RLlib: a mutated hyperparameter is the one the learner uses next, and
+a paused trial resumes where it stopped, env-step count included."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+
+import pytest
+
+import rlsweep
+from rlsweep.analysis import load
+from tests.schedulers.test_pairings import BATCH, document
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_restored_checkpoint_no_longer_carries_the_saving_trials_learning_rate(ray_runtime, tiny_spec):
+    """The trap under PBT: restoring another trial's checkpoint loads its optimizer's learning rate."""
+    from rlsweep.trainables._config import build_config
+    from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
+
+    spec = rlsweep.load_spec(document("random", "pbt"), preflight=False)
+    donor = build_config(spec, {"training.lr": 1e-3, "training.clip_param": 0.2}).build_algo()
+    donor.train()
+    directory = tempfile.mkdtemp(prefix="rlsweep-test-")
+    donor.save_to_path(directory)
+    donor.stop()
+
+    mutated = build_config(spec, {"training.lr": 2e-4, "training.clip_param": 0.3}).build_algo()
+    try:
+        mutated.restore_from_path(directory)
+        before = in_effect(mutated, ["training.lr", "training.clip_param"])
+        # RLlib alone: the optimizer runs the donor's rate until its next update resets it.
+        assert math.isclose(before["hp/training.lr"], 1e-3)
+        assert before["hp/training.clip_param"] == 0.3
+        reapply_learning_rates(mutated)
+        assert math.isclose(in_effect(mutated, ["training.lr"])["hp/training.lr"], 2e-4)
+    finally:
+        mutated.stop()
+
+
+def test_pbt_mutation_is_the_value_the_learner_uses_on_the_next_iteration(ray_runtime, tmp_path):
+    doc = document("random", "pbt", tmp_path)
+    doc["budget"] = {"env_steps": 6 * BATCH, "trials": 2}
+    doc["scheduler"]["resample_probability"] = 0.0
+    spec = rlsweep.load_spec(doc)
+    sweep = load(rlsweep.run(spec, verbose=0).path)
+
+    changes = []
+    for trial in sweep.trials:
+        for before, after in zip(trial.rows, trial.rows[1:]):
+            if after["config"]["training.lr"] != before["config"]["training.lr"]:
+                changes.append((before, after))
+    assert changes, "no trial was perturbed; PBT never exploited"
+    for before, after in changes:
+        # hp/ is read from the learner's optimizer before the iteration's first update.
+        assert math.isclose(after["hp/training.lr"], after["config"]["training.lr"], rel_tol=1e-6)
+        assert not math.isclose(after["hp/training.lr"], before["hp/training.lr"], rel_tol=1e-6)
+        assert math.isclose(after["hp/training.clip_param"], after["config"]["training.clip_param"], rel_tol=1e-6)
+    # The history shows each iteration's hyperparameters beside its metrics.
+    history = sweep.history()
+    assert {"hp/training.lr", "hp/training.clip_param"} <= set(history.columns)
+
+
+def test_bohb_resumes_a_paused_trial_with_its_env_steps(ray_runtime, tmp_path):
+    doc = document("bohb", "bohb", tmp_path)
+    doc["budget"] = {"env_steps": 4 * BATCH, "trials": 3}
+    spec = rlsweep.load_spec(doc)
+    sweep = load(rlsweep.run(spec, verbose=0).path)
+    resumed = 0
+    for trial in sweep.trials:
+        steps = [row["env_steps"] for row in trial.rows]
+        assert steps == list(range(BATCH, steps[-1] + 1, BATCH)), (trial.trial_id, steps)
+        for previous, row in zip(trial.rows, trial.rows[1:]):
+            if row["iterations_since_restore"] == 1:  # a new actor, restored from the pause's checkpoint
+                resumed += 1
+                assert row["env_steps"] == previous["env_steps"] + BATCH
+    assert resumed, "HyperBandForBOHB paused no trial, so nothing was resumed"

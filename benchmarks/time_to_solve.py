@@ -1,6 +1,7 @@
 """Time to solve CartPole-v1 with PPO: rlsweep's defaults against hand-written Ray Tune, side by side.
 
-Both sides search the same space (learning rate, epochs, batch size, discount) over the same number of
+Both sides search the same space (learning rate, epochs, batch size, discount; ``--space`` picks a narrow
+or a wide one) over the same number of
 trials and env steps per trial, on one shared 2-CPU Ray runtime, each sweep capped at 10 minutes:
 
 - rlsweep: a spec naming only the algorithm, env, space and budget, so every default applies (Optuna's
@@ -14,7 +15,7 @@ A sweep counts as solved at the first report where some trial's mean return over
 sampled by all trials until then, the medians, and the ratio of medians. An unsolved sweep counts as the
 cap (so a ratio against it is a bound, marked with '>=').
 
-    .venv/bin/python benchmarks/time_to_solve.py [--seeds 0 1 2] [--cap-s 600]
+    .venv/bin/python benchmarks/time_to_solve.py [--space wide|narrow] [--seeds 0 1 2] [--cap-s 600]
 """
 
 from __future__ import annotations
@@ -30,12 +31,36 @@ from typing import Any
 
 SOLVED, WINDOW = 475.0, 3
 TRIALS, ENV_STEPS = 12, 150_000
-SPACE = {
-    "training.lr": {"loguniform": [1.0e-5, 1.0e-2]},
-    "training.num_epochs": {"randint": [1, 20]},
-    "training.train_batch_size": {"choice": [1000, 2000, 4000]},
-    "training.gamma": {"uniform": [0.95, 0.999]},
+#: Two spaces, each written once for rlsweep and once in Tune's domains. "narrow" is a practitioner's
+#: first guess, where most draws learn; "wide" is the space one writes without prior knowledge, where
+#: most draws do not (too small or too large a learning rate, too short a horizon).
+SPACES = {
+    "narrow": ((1.0e-5, 1.0e-2), (1, 20), (0.95, 0.999)),
+    "wide": ((1.0e-6, 1.0e-1), (1, 30), (0.8, 0.999)),
 }
+BATCHES = [1000, 2000, 4000]
+
+
+def rlsweep_space(name: str) -> dict[str, Any]:
+    lr, epochs, gamma = SPACES[name]
+    return {
+        "training.lr": {"loguniform": list(lr)},
+        "training.num_epochs": {"randint": list(epochs)},
+        "training.train_batch_size": {"choice": BATCHES},
+        "training.gamma": {"uniform": list(gamma)},
+    }
+
+
+def tune_space(name: str) -> dict[str, Any]:
+    from ray import tune
+
+    lr, epochs, gamma = SPACES[name]
+    return {
+        "lr": tune.loguniform(*lr),
+        "num_epochs": tune.randint(epochs[0], epochs[1] + 1),  # Tune's upper bound is exclusive
+        "train_batch_size": tune.choice(BATCHES),
+        "gamma": tune.uniform(*gamma),
+    }
 
 
 def _lookup(result: dict, key: str) -> Any:
@@ -75,7 +100,7 @@ def make_stopper(metric: str, steps: str) -> Any:
     return SolvedStopper()
 
 
-def run_rlsweep(storage: Path, seed: int, cap_s: float) -> tuple[float, int, bool, float]:
+def run_rlsweep(storage: Path, seed: int, cap_s: float, space: str) -> tuple[float, int, bool, float]:
     import rlsweep
 
     spec = rlsweep.load_spec(
@@ -83,7 +108,7 @@ def run_rlsweep(storage: Path, seed: int, cap_s: float) -> tuple[float, int, boo
             "name": f"solve-rlsweep-{seed}",
             "algorithm": "PPO",
             "env": "CartPole-v1",
-            "search_space": SPACE,
+            "search_space": rlsweep_space(space),
             "searcher": {"seed": seed},
             "budget": {"env_steps": ENV_STEPS, "trials": TRIALS, "time_s": cap_s},
             "storage": str(storage),
@@ -97,7 +122,7 @@ def run_rlsweep(storage: Path, seed: int, cap_s: float) -> tuple[float, int, boo
     return _outcome(stopper, time.perf_counter() - start, cap_s)
 
 
-def run_raw_tune(storage: Path, seed: int, cap_s: float) -> tuple[float, int, bool, float]:
+def run_raw_tune(storage: Path, seed: int, cap_s: float, space: str) -> tuple[float, int, bool, float]:
     from ray import tune
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.search import BasicVariantGenerator
@@ -107,12 +132,7 @@ def run_raw_tune(storage: Path, seed: int, cap_s: float) -> tuple[float, int, bo
         PPOConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=1)
-        .training(
-            lr=tune.loguniform(1.0e-5, 1.0e-2),
-            num_epochs=tune.randint(1, 21),
-            train_batch_size=tune.choice([1000, 2000, 4000]),
-            gamma=tune.uniform(0.95, 0.999),
-        )
+        .training(**tune_space(space))
     )
     stopper = make_stopper("env_runners/episode_return_mean", "num_env_steps_sampled_lifetime")
     budget = FunctionStopper(lambda trial_id, result: (_lookup(result, "num_env_steps_sampled_lifetime") or 0) >= ENV_STEPS)
@@ -150,6 +170,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--cap-s", type=float, default=600.0)
+    parser.add_argument("--space", choices=sorted(SPACES), default="wide")
     args = parser.parse_args()
 
     import ray
@@ -162,14 +183,14 @@ def main() -> None:
             order = ["rlsweep", "raw tune"] if index % 2 == 0 else ["raw tune", "rlsweep"]
             for side in order:
                 runner = run_rlsweep if side == "rlsweep" else run_raw_tune
-                outcome = runner(Path(tmp) / side.replace(" ", "-"), seed, args.cap_s)
+                outcome = runner(Path(tmp) / f"{side.replace(' ', '-')}-{seed}", seed, args.cap_s, args.space)
                 results[side].append(outcome)
                 seconds, steps, solved, wall = outcome
                 state = "solved" if solved else "NOT solved"
                 print(f"seed {seed}: {side:8s} {state:10s} at {seconds:7.1f} s, {steps:>8} env steps (call {wall:.1f} s)", flush=True)
     ray.shutdown()
 
-    print(f"\nPPO on CartPole-v1, {TRIALS} trials x {ENV_STEPS} env steps, cap {args.cap_s:.0f} s, seeds {args.seeds}")
+    print(f"\nPPO on CartPole-v1, {args.space} space {SPACES[args.space]}, {TRIALS} trials x {ENV_STEPS} env steps, cap {args.cap_s:.0f} s, seeds {args.seeds}")
     medians = {}
     for side, outcomes in results.items():
         seconds = statistics.median(o[0] for o in outcomes)

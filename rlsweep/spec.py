@@ -51,7 +51,7 @@ class MetricSpec:
 @dataclass(frozen=True)
 class CheckpointSpec:
     every_env_steps: int | None = None
-    #: None: the scheduler's default (2; 4 for PBT/PB2, whose trials restore from each other's checkpoints).
+    #: None: the scheduler's default (2; all for PBT/PB2, whose trials restore from each other's checkpoints).
     keep: int | None = None
 
 

@@ -201,7 +201,14 @@ def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict
     Configs are flat, keyed by the spec's parameter paths; inactive conditional parameters are absent.
     """
     if searcher is not None and searcher != spec.searcher.name:
-        spec = replace(spec, searcher=replace(spec.searcher, name=searcher, options={}))
+        # The scheduler does not change what a searcher draws; pair the searcher with one it runs with.
+        entry = SEARCHERS.get(searcher)
+        partners = sorted(entry.partners) if entry is not None and entry.partners else ["fifo"]
+        spec = replace(
+            spec,
+            searcher=replace(spec.searcher, name=searcher, options={}),
+            scheduler=replace(spec.scheduler, name=partners[0], options={}),
+        )
         from rlsweep.schedulers import check_spec
 
         problems = check_spec(spec)

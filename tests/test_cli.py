@@ -57,7 +57,7 @@ def test_bad_arguments_exit_2(spec_file):
     assert rlsweep("validate", "/no/such/spec.yaml").returncode == 2
 
 
-@pytest.mark.parametrize("searcher", ["random", "optuna"])
+@pytest.mark.parametrize("searcher", ["random", "optuna", "bohb"])
 def test_sample_json_is_a_list_of_flat_configs(spec_file, searcher):
     done = rlsweep("sample", spec_file(), "-n", "4", "--searcher", searcher, "--json")
     assert done.returncode == 0, done.stderr

@@ -78,8 +78,8 @@ def _pairing_problems(searcher: Entry, scheduler: Entry) -> list[Problem]:
     return problems
 
 
-def checkpoint_keep(spec: SweepSpec) -> int:
-    """``checkpoint.keep``, or the scheduler's default when the spec leaves it out."""
+def checkpoint_keep(spec: SweepSpec) -> int | None:
+    """``checkpoint.keep``, or the scheduler's default when the spec leaves it out (None: keep all)."""
     if spec.checkpoint.keep is not None:
         return spec.checkpoint.keep
     scheduler = SCHEDULERS.get(spec.scheduler.name)

@@ -38,8 +38,8 @@ EVERY_REPORT = CheckpointRule(1)
 
 class Scheduler(Entry):
     section = "scheduler"
-    #: Default for ``checkpoint.keep`` when the spec does not set it.
-    default_keep: ClassVar[int] = 2
+    #: Default for ``checkpoint.keep`` when the spec does not set it (None: keep every checkpoint).
+    default_keep: ClassVar[int | None] = 2
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
         """The reports at which this scheduler needs a checkpoint (besides ``checkpoint.every_env_steps``)."""
@@ -217,7 +217,9 @@ class PbtScheduler(Scheduler):
         "PBT explores by mutating running trials, and Tune refuses any other searcher beside it; "
         "use searcher 'random' (its draws are the initial population), or preset 'pbt'"
     )
-    default_keep = 4
+    # Tune prunes checkpoints by score; a trial copied at a perturbation goes on checkpointing, and the copied
+    # one, now neither latest nor best, was deleted before the exploiting trial restored it (measured).
+    default_keep = None
     options = {
         "perturbation_env_steps": Option(
             (int,), None, minimum=1, doc="env steps between a trial's exploit/explore steps (default: budget / 10)"
@@ -268,13 +270,13 @@ class PbtScheduler(Scheduler):
                     "(rlsweep then checkpoints at each perturbation)",
                 )
             )
-        keep = spec.checkpoint.keep
-        if keep is not None and keep < 3:
+        if spec.checkpoint.keep is not None:
             problems.append(
                 Problem(
                     "checkpoint.keep",
-                    f"{self.name} restores trials from other trials' checkpoints; keeping {keep} lets Tune delete one "
-                    f"before it is restored. Keep at least 3, or remove it (default for {self.name}: {self.default_keep})",
+                    f"{self.name} restores trials from other trials' checkpoints, and Tune, pruning to the best "
+                    f"{spec.checkpoint.keep} by score, can delete one before it is restored; remove checkpoint.keep "
+                    f"({self.name} keeps every checkpoint)",
                 )
             )
         problems += [

@@ -26,13 +26,14 @@ def test_pbt_needs_checkpoints_at_least_as_often_as_it_perturbs():
     assert "perturbation_env_steps=200" in message and "at most 200" in message
 
 
-def test_pbt_needs_enough_kept_checkpoints_and_defaults_to_four():
+def test_pbt_keeps_every_checkpoint_and_refuses_pruning():
     doc = pbt()
-    doc["checkpoint"] = {"keep": 2}
-    assert "Keep at least 3" in problems_of(doc, preflight=False)["checkpoint.keep"]
+    doc["checkpoint"] = {"keep": 5}
+    assert "remove checkpoint.keep" in problems_of(doc, preflight=False)["checkpoint.keep"]
     from rlsweep.schedulers import checkpoint_keep
 
-    assert checkpoint_keep(rlsweep.load_spec(pbt(), preflight=False)) == 4
+    assert checkpoint_keep(rlsweep.load_spec(pbt(), preflight=False)) is None
+    assert checkpoint_keep(rlsweep.load_spec(document("optuna", "asha"), preflight=False)) == 2
 
 
 def test_pbt_needs_a_mutation_space():

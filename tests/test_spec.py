@@ -25,6 +25,12 @@ def with_changes(**changes):
     return document
 
 
+@pytest.mark.parametrize("example", sorted((Path(__file__).parent.parent / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_validates(example):
+    spec = rlsweep.load_spec(example)
+    assert spec.budget.env_steps > 0
+
+
 def test_the_example_spec_is_valid():
     spec = rlsweep.load_spec(Path(__file__).parent.parent / "examples" / "cartpole_ppo_asha.yaml")
     assert spec.algorithm == "PPO"

@@ -80,7 +80,7 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
         if restored_steps >= spec.budget.env_steps:
             # PBT can hand a trial the checkpoint of one that already finished: nothing is left to train,
             # so the trial ends at the budget with the metrics it copied.
-            tune.report({**meta["metrics"], **in_effect(algo, spec.search_space.paths)})
+            tune.report({**meta["metrics"], **in_effect(algo, searched)})
             algo.stop()
             return
         next_checkpoint = (restored_steps // every + 1) * every

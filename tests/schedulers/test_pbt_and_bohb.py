@@ -42,7 +42,7 @@ def test_a_restored_checkpoint_no_longer_carries_the_saving_trials_learning_rate
 
 def test_pbt_mutation_is_the_value_the_learner_uses_on_the_next_iteration(ray_runtime, tmp_path):
     doc = document("random", "pbt", tmp_path)
-    doc["budget"] = {"env_steps": 6 * BATCH, "trials": 2}
+    doc["budget"] = {"env_steps": 8 * BATCH, "trials": 2}  # 7 chances to exploit: one is near certain
     doc["scheduler"]["resample_probability"] = 0.0
     spec = rlsweep.load_spec(doc)
     sweep = load(rlsweep.run(spec, verbose=0).path)

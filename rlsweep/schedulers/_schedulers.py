@@ -71,6 +71,23 @@ class Scheduler(Entry):
         return problems
 
 
+class _GracedScheduler(Scheduler):
+    """A scheduler that gives every trial ``grace_env_steps`` before acting, by default max / divisor."""
+
+    def grace_divisor(self, options: Mapping[str, Any]) -> float:
+        return options["reduction_factor"] ** 2
+
+    def grace_env_steps(self, spec: SweepSpec) -> int:
+        options = self.resolved(spec.scheduler.options)
+        return self._grace(spec, options, self.grace_divisor(options))
+
+    def check(self, spec: SweepSpec) -> list[Problem]:
+        if self.check_options(spec.scheduler.options):
+            return []
+        options = self.resolved(spec.scheduler.options)
+        return self._budget_problems(spec, options, self.grace_divisor(options))
+
+
 MAX_ENV_STEPS = Option((int,), None, minimum=1, doc="env steps of the longest trial the scheduler plans for (default: budget.env_steps)")
 REDUCTION_FACTOR = Option((int, float), 3, exclusive_minimum=1, doc="keep 1/reduction_factor of the trials at each rung")
 
@@ -85,7 +102,7 @@ class FifoScheduler(Scheduler):
         return FIFOScheduler()
 
 
-class AshaScheduler(Scheduler):
+class AshaScheduler(_GracedScheduler):
     name = "asha"
     doc = "asynchronous successive halving: stop trials that trail their peers at each rung"
     options = {
@@ -97,16 +114,6 @@ class AshaScheduler(Scheduler):
         "reduction_factor": REDUCTION_FACTOR,
         "brackets": Option((int,), 1, minimum=1, doc="number of brackets"),
     }
-
-    def grace_env_steps(self, spec: SweepSpec) -> int:
-        options = self.resolved(spec.scheduler.options)
-        return self._grace(spec, options, options["reduction_factor"] ** 2)
-
-    def check(self, spec: SweepSpec) -> list[Problem]:
-        if self.check_options(spec.scheduler.options):
-            return []
-        options = self.resolved(spec.scheduler.options)
-        return self._budget_problems(spec, options, options["reduction_factor"] ** 2)
 
     def build(self, spec: SweepSpec, **context: Any) -> Any:
         from ray.tune.schedulers import AsyncHyperBandScheduler
@@ -121,7 +128,7 @@ class AshaScheduler(Scheduler):
         )
 
 
-class HyperBandScheduler(Scheduler):
+class HyperBandScheduler(_GracedScheduler):
     name = "hyperband"
     doc = "synchronous HyperBand: brackets of successive halving that pause trials at each rung"
     options = {
@@ -133,16 +140,6 @@ class HyperBandScheduler(Scheduler):
         "reduction_factor": REDUCTION_FACTOR,
         "stop_last_trials": Option((bool,), True, doc="stop the trials that reach max_env_steps (false: let them run on)"),
     }
-
-    def grace_env_steps(self, spec: SweepSpec) -> int:
-        options = self.resolved(spec.scheduler.options)
-        return self._grace(spec, options, options["reduction_factor"] ** 2)
-
-    def check(self, spec: SweepSpec) -> list[Problem]:
-        if self.check_options(spec.scheduler.options):
-            return []
-        options = self.resolved(spec.scheduler.options)
-        return self._budget_problems(spec, options, options["reduction_factor"] ** 2)
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
         # A paused function trial resumes from the checkpoint of the report it was paused at, if there is one,
@@ -178,7 +175,7 @@ class BohbScheduler(HyperBandScheduler):
     bohb = True
 
 
-class MedianScheduler(Scheduler):
+class MedianScheduler(_GracedScheduler):
     name = "median"
     doc = "median stopping rule: stop a trial whose best result is below the median of the others' running means"
     options = {
@@ -189,10 +186,8 @@ class MedianScheduler(Scheduler):
         "hard_stop": Option((bool,), True, doc="stop a trailing trial (false: pause it, so it can resume later)"),
     }
 
-    def check(self, spec: SweepSpec) -> list[Problem]:
-        if self.check_options(spec.scheduler.options):
-            return []
-        return self._budget_problems(spec, self.resolved(spec.scheduler.options), 4)
+    def grace_divisor(self, options: Mapping[str, Any]) -> float:
+        return 4
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
         return None if self.resolved(spec.scheduler.options)["hard_stop"] else EVERY_REPORT
@@ -203,7 +198,7 @@ class MedianScheduler(Scheduler):
         options = self.resolved(spec.scheduler.options)
         return MedianStoppingRule(
             time_attr=TIME_ATTR,
-            grace_period=self._grace(spec, options, 4),
+            grace_period=self.grace_env_steps(spec),
             min_samples_required=options["min_samples_required"],
             hard_stop=options["hard_stop"],
         )

@@ -100,9 +100,10 @@ def test_allowed_pairing_runs_a_real_sweep(ray_runtime, tmp_path, searcher, sche
         steps = [row["env_steps"] for row in trial.rows]
         assert all(s % BATCH == 0 for s in steps) and steps[-1] <= spec.budget.env_steps, steps
         if scheduler not in ("pbt", "pb2"):
-            # The scheduler's clock is the lifetime env-step count: one batch per report, never rerun after
-            # a pause. (Under PBT a trial that exploits continues from the copied trial's count.)
-            assert steps == list(range(BATCH, steps[-1] + 1, BATCH)), steps
+            # The scheduler's clock is the lifetime env-step count: it only grows, never rerun after a pause
+            # (Tune can leave out the result at which it paused a trial, so a gap of whole batches is
+            # possible). Under PBT a trial that exploits continues from the copied trial's count.
+            assert all(b > a for a, b in zip(steps, steps[1:])), steps
         # What the learner holds is reported beside the result, and it is the config the trial runs.
         for row in trial.rows:
             assert math.isclose(row["hp/training.lr"], row["config"]["training.lr"], rel_tol=1e-6), row["config"]

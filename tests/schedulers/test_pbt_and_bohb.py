@@ -71,9 +71,12 @@ def test_bohb_resumes_a_paused_trial_with_its_env_steps(ray_runtime, tmp_path):
     resumed = 0
     for trial in sweep.trials:
         steps = [row["env_steps"] for row in trial.rows]
-        assert steps == list(range(BATCH, steps[-1] + 1, BATCH)), (trial.trial_id, steps)
+        # Never rerun: the count only grows, one or more whole batches at a time. (Tune can leave out of
+        # result.json the result at which it paused a trial: seen once as [200, 600, 800], resumed from
+        # the checkpoint at 400.)
+        assert all(b > a and (b - a) % BATCH == 0 for a, b in zip(steps, steps[1:])), (trial.trial_id, steps)
         for previous, row in zip(trial.rows, trial.rows[1:]):
             if row["iterations_since_restore"] == 1:  # a new actor, restored from the pause's checkpoint
                 resumed += 1
-                assert row["env_steps"] == previous["env_steps"] + BATCH
+                assert row["env_steps"] > previous["env_steps"]
     assert resumed, "HyperBandForBOHB paused no trial, so nothing was resumed"

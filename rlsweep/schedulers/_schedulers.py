@@ -244,8 +244,10 @@ class PbtScheduler(Scheduler):
             return []
         problems: list[Problem] = []
         options = self.resolved(spec.scheduler.options)
-        factors = options.get("perturbation_factors", [1.2, 0.8])
-        if len(factors) != 2 or not all(isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors):
+        factors = options.get("perturbation_factors")  # PB2 has no such option
+        if factors is not None and (
+            len(factors) != 2 or not all(isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors)
+        ):
             problems.append(Problem("scheduler.perturbation_factors", f"must be two positive numbers, got {factors!r}"))
         interval = self.interval(spec)
         if interval >= spec.budget.env_steps:
@@ -299,8 +301,9 @@ class PbtScheduler(Scheduler):
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
         options = self.resolved(spec.scheduler.options)
-        if options.get("synch"):
+        if options["synch"]:
             return EVERY_REPORT  # synchronous PBT pauses trials at any report while it waits for the others
+        # PB2 has no burn-in option: it perturbs from the start.
         return CheckpointRule(self.interval(spec), int(options.get("burn_in_env_steps") or 0))
 
     def build(self, spec: SweepSpec, **context: Any) -> Any:
@@ -334,9 +337,6 @@ class Pb2Scheduler(PbtScheduler):
         from rlsweep.search_spaces import Pb2Compiler
 
         return Pb2Compiler()
-
-    def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
-        return EVERY_REPORT if self.resolved(spec.scheduler.options)["synch"] else CheckpointRule(self.interval(spec))
 
     def build(self, spec: SweepSpec, **context: Any) -> Any:
         from ray.tune.schedulers.pb2 import PB2

@@ -61,6 +61,37 @@ class EvaluationSpec:
     every_env_steps: int | None = None
 
 
+#: The search-space path that picks one of the spec's named ``policies`` setups.
+POLICIES_PATH = "policies"
+
+
+@dataclass(frozen=True)
+class PolicySetup:
+    """One multi-agent setup: which policy each agent acts with, and which policies learn.
+
+    Attributes:
+        name: The setup's name in the spec (``default`` for the one-setup short form).
+        rules: ``(agent id or glob pattern, policy id)`` in order; the first match wins.
+        train: The policies that learn; the others act with their initial weights.
+    """
+
+    name: str
+    rules: tuple[tuple[str, str], ...]
+    train: tuple[str, ...]
+
+    @property
+    def policy_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(policy for _, policy in self.rules))
+
+    def policy_for(self, agent_id: Any) -> str | None:
+        import fnmatch
+
+        for pattern, policy in self.rules:
+            if fnmatch.fnmatchcase(str(agent_id), pattern):
+                return policy
+        return None
+
+
 @dataclass(frozen=True)
 class RaySpec:
     address: str | None = None
@@ -91,6 +122,7 @@ class SweepSpec:
     stop: Mapping[str, float] = field(default_factory=dict)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     evaluation: EvaluationSpec | None = None
+    policies: Mapping[str, PolicySetup] = field(default_factory=dict)
     storage: str = "./rlsweep_results"
     ray: RaySpec = field(default_factory=RaySpec)
     mlflow: MlflowSpec | None = field(default_factory=MlflowSpec)
@@ -98,6 +130,15 @@ class SweepSpec:
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(dict(self.document), sort_keys=False)
+
+    def policy_setup(self, sampled: Mapping[str, Any]) -> PolicySetup | None:
+        """The multi-agent setup a trial runs: the one the draw names, or the spec's only one."""
+        if not self.policies:
+            return None
+        name = sampled.get(POLICIES_PATH)
+        if name is None:
+            return next(iter(self.policies.values()))
+        return self.policies[name]
 
 
 # --- YAML ----------------------------------------------------------------------------------------------
@@ -308,8 +349,74 @@ def _default_names(searcher: Any, scheduler: Any, space: SearchSpace) -> tuple[s
 
 _TOP_LEVEL = {
     "name", "algorithm", "env", "env_config", "config", "search_space", "searcher", "scheduler", "budget",
-    "metric", "stop", "checkpoint", "evaluation", "storage", "ray", "mlflow", "preset",
+    "metric", "stop", "checkpoint", "evaluation", "policies", "storage", "ray", "mlflow", "preset",
 }
+
+
+def _policy_setup(c: _Checker, name: str, doc: Any, path: str) -> PolicySetup | None:
+    if not isinstance(doc, Mapping):
+        c.note(path, f"must be a mapping with 'map' (agent id -> policy id) and optional 'train', got {doc!r}")
+        return None
+    for unknown in sorted(set(doc) - {"map", "train"}, key=str):
+        c.note(f"{path}.{unknown}", "unknown key; expected 'map' and optionally 'train'")
+    mapping = doc.get("map")
+    if not isinstance(mapping, Mapping) or not mapping:
+        c.note(f"{path}.map", f"must map agent ids (or glob patterns like '*') to policy ids, got {mapping!r}")
+        return None
+    rules = []
+    for agent, policy in mapping.items():
+        if not isinstance(policy, str) or not policy:
+            c.note(f"{path}.map.{agent}", f"must be a policy id (a string), got {policy!r}")
+            return None
+        rules.append((str(agent), policy))
+    ids = tuple(dict.fromkeys(policy for _, policy in rules))
+    train = doc.get("train", list(ids))
+    if not isinstance(train, list) or not all(isinstance(t, str) for t in train) or not train:
+        c.note(f"{path}.train", f"must be a non-empty list of policy ids, got {train!r}")
+        return None
+    for policy in train:
+        if policy not in ids:
+            c.note(f"{path}.train", f"{policy!r} is not a policy of this setup's map; its policies: {list(ids)}")
+    return PolicySetup(name=name, rules=tuple(rules), train=tuple(train))
+
+
+def _parse_policies(c: _Checker, doc: Any, space: SearchSpace) -> dict[str, PolicySetup]:
+    """``policies: {map: ..., train: ...}`` (one setup) or ``policies: {name: {map: ...}, ...}`` (setups a
+    search space picks from with ``search_space.policies: {choice: [name, ...]}``)."""
+    if doc is None:
+        if POLICIES_PATH in space.paths:
+            c.note(f"search_space.{POLICIES_PATH}", "picks one of the spec's 'policies' setups, but there is none")
+        return {}
+    if not isinstance(doc, Mapping) or not doc:
+        c.note("policies", f"must be a mapping: {{map: ..., train: ...}} or named setups, got {doc!r}")
+        return {}
+    if "map" in doc:
+        setup = _policy_setup(c, "default", doc, "policies")
+        setups = {"default": setup} if setup else {}
+    else:
+        setups = {}
+        for name, setup_doc in doc.items():
+            setup = _policy_setup(c, str(name), setup_doc, f"policies.{name}")
+            if setup:
+                setups[str(name)] = setup
+    if POLICIES_PATH in space.paths:
+        domain = next(p.domain for p in space if p.path == POLICIES_PATH)
+        values = getattr(domain, "values", None)
+        if hasattr(domain, "value"):
+            values = (domain.value,)
+        if values is None or not all(isinstance(v, str) for v in values):
+            c.note(f"search_space.{POLICIES_PATH}", f"must be a choice or grid of setup names {sorted(setups)}")
+        else:
+            for value in values:
+                if value not in setups:
+                    c.note(f"search_space.{POLICIES_PATH}", f"{value!r} is not a setup under 'policies'; setups: {sorted(setups)}")
+    elif len(setups) > 1:
+        c.note(
+            "policies",
+            f"names {len(setups)} setups {sorted(setups)}; pick one per trial with "
+            f"search_space.{POLICIES_PATH}: {{choice: {sorted(setups)}}}, or keep one",
+        )
+    return setups
 
 
 def _metric_name_problem(name: str) -> str | None:
@@ -349,7 +456,7 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
     space, space_problems = parse_search_space(doc.get("search_space"))
     c.problems.extend(space_problems)
     for path in space.paths:
-        if "." not in path:
+        if "." not in path and path != POLICIES_PATH:
             c.note(f"search_space.{path}", "keys are 'method.argument' paths on the algorithm's config, e.g. training.lr")
         if path in config:
             c.note(f"search_space.{path}", "is also set in config; set a parameter in one place only")
@@ -421,6 +528,7 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
             episodes=c.number(e, "episodes", "evaluation.episodes", integer=True, minimum=1, default=10),
             every_env_steps=c.number(e, "every_env_steps", "evaluation.every_env_steps", integer=True, minimum=1),
         )
+    policies = _parse_policies(c, doc.get("policies"), space)
     if metric.name.startswith("eval_") and evaluation is None:
         c.note("metric.name", f"{metric.name!r} needs an 'evaluation' section")
 
@@ -462,6 +570,7 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
             stop=stop,
             checkpoint=checkpoint,
             evaluation=evaluation,
+            policies=policies,
             storage=storage,
             ray=ray_spec,
             mlflow=mlflow_spec,

@@ -203,5 +203,71 @@ def test_quantized_bounds_must_be_multiples_of_q():
     assert message == "qrandint: low must be a multiple of q=10, got low=1, high=100"
 
 
-def test_evaluation_is_refused_until_it_is_implemented():
-    assert "not implemented yet" in problems_of(with_changes(evaluation={"episodes": 5}))["evaluation"]
+def test_a_violation_between_two_settings_is_found_where_neither_extreme_shows_it():
+    # At the low end (64 <= 256) and the high end (512 <= 4000) both settings are valid; only the mixed
+    # corner (512 > 256) is not.
+    problems = problems_of(
+        with_changes(
+            config={"training.num_epochs": 1},
+            search_space={
+                "training.minibatch_size": {"choice": [64, 512]},
+                "training.train_batch_size_per_learner": {"choice": [256, 4000]},
+                "training.lr": {"loguniform": [1.0e-5, 1.0e-3]},
+            },
+        )
+    )
+    (path, message), = problems.items()
+    assert path == "search_space.training.minibatch_size, search_space.training.train_batch_size_per_learner"
+    assert "minibatch_size=512" in message and "train_batch_size_per_learner=256" in message
+
+
+def test_an_evaluation_metric_needs_an_evaluation_section():
+    problems = problems_of(with_changes(metric={"name": "eval_return_mean", "mode": "max"}))
+    assert "needs an 'evaluation' section" in problems["metric.name"]
+    rlsweep.load_spec(with_changes(metric={"name": "eval_return_mean"}, evaluation={"episodes": 3}))
+
+
+MULTI_AGENT_ENV = "ray.rllib.examples.envs.classes.multi_agent:MultiAgentCartPole"
+
+
+def test_policies_setups_are_checked_against_the_env_and_the_space():
+    two_setups = {"shared": {"map": {"*": "main"}}, "separate": {"map": {"0": "p0", "1": "p1"}, "train": ["p2"]}}
+    problems = problems_of(with_changes(env=MULTI_AGENT_ENV, env_config={"num_agents": 2}, policies=two_setups))
+    assert "p2" in problems["policies.separate.train"]
+    assert "search_space.policies" in problems["policies"]
+
+    problems = problems_of(
+        with_changes(
+            env=MULTI_AGENT_ENV,
+            env_config={"num_agents": 3},
+            policies={"shared": {"map": {"*": "main"}}, "separate": {"map": {"0": "p0", "1": "p1"}}},
+            search_space={"policies": {"choice": ["shared", "separte"]}},
+        )
+    )
+    assert "'separte' is not a setup" in problems["search_space.policies"]
+
+    problems = problems_of(
+        with_changes(env=MULTI_AGENT_ENV, env_config={"num_agents": 3}, policies={"map": {"0": "p0", "1": "p1"}})
+    )
+    assert "agents [2]" in problems["policies.map"]
+
+
+def test_a_multi_agent_env_needs_policies_and_a_single_agent_env_refuses_them():
+    problems = problems_of(with_changes(env=MULTI_AGENT_ENV, env_config={"num_agents": 2}))
+    assert "multi-agent env (agents [0, 1])" in problems["policies"]
+    problems = problems_of(with_changes(policies={"map": {"*": "main"}}))
+    assert "single-agent" in problems["policies"]
+
+
+def test_pbt_refuses_to_search_the_policies_setup():
+    problems = problems_of(
+        with_changes(
+            env=MULTI_AGENT_ENV,
+            env_config={"num_agents": 2},
+            policies={"shared": {"map": {"*": "main"}}, "separate": {"map": {"0": "p0", "1": "p1"}}},
+            search_space={"policies": {"choice": ["shared", "separate"]}, "training.lr": {"loguniform": [1e-5, 1e-3]}},
+            searcher="random",
+            scheduler="pbt",
+        )
+    )
+    assert "policies setting" in problems["search_space.policies"]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rlsweep.errors import IncompatibleError, Problem
 from rlsweep.schedulers._base import Entry, Option
 from rlsweep.search_spaces import Fixed, IntoDomains
+from rlsweep.spec import POLICIES_PATH
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -279,11 +280,13 @@ class PbtScheduler(Scheduler):
         problems += [
             Problem(
                 f"search_space.{parameter.path}",
-                f"{self.name} loads a top trial's network weights into the mutated config, and a network setting "
-                "can change their shape so they no longer load; set it in config, or use another scheduler",
+                f"{self.name} loads a top trial's network weights into the mutated config, and a network or "
+                "policies setting can change their shape so they no longer load; set it in config (or keep one "
+                "policies setup), or use another scheduler",
             )
             for parameter in spec.search_space
-            if parameter.path.startswith("rl_module.") and not isinstance(parameter.domain, Fixed)
+            if (parameter.path.startswith("rl_module.") or parameter.path == POLICIES_PATH)
+            and not isinstance(parameter.domain, Fixed)
         ]
         try:
             mutations = self.mutations(spec)

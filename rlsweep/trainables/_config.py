@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import inspect
@@ -11,6 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from rlsweep.errors import Problem
+from rlsweep.spec import POLICIES_PATH, PolicySetup
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm import Algorithm
@@ -19,9 +21,18 @@ if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
 
 #: Settings rlsweep applies before the user's, each for a measured reason (README: "Defaults").
-#: Zero env runners: sampling runs in the trial's own process, so a trial needs 1 CPU and a 2-CPU machine
-#: runs 2 trials at once; RLlib's default of 2 runners asks for 3 CPUs and hangs PENDING on 2.
-RLSWEEP_DEFAULTS: dict[str, Any] = {"env_runners.num_env_runners": 0}
+#: Zero env runners and zero remote learners: sampling and learning run in the trial's own process, so a
+#: trial needs 1 CPU and a 2-CPU machine runs 2 trials at once (RLlib's default of 2 runners asks for 3 CPUs
+#: and hangs PENDING on 2; IMPALA/APPO's remote learner doubles a trial's CPUs), and the learner's time is
+#: measured in the timing split instead of vanishing into another process.
+RLSWEEP_DEFAULTS: dict[str, Any] = {"env_runners.num_env_runners": 0, "learners.num_learners": 0}
+
+#: The work floor of one iteration for algorithms whose RLlib default is a time floor (IMPALA/APPO 10 s,
+#: SAC 1 s): an iteration then samples at least this many env steps, whatever the machine's speed.
+ITERATION_ENV_STEPS = 1000
+
+MIN_TIME = "reporting.min_time_s_per_iteration"
+MIN_STEPS = "reporting.min_sample_timesteps_per_iteration"
 
 
 def algorithm_names() -> list[str]:
@@ -66,6 +77,21 @@ def env_problem(env: str) -> str | None:
     return None
 
 
+def agent_ids(spec: SweepSpec) -> list[Any] | None:
+    """The agent ids of a multi-agent env (made once with ``env_config``), or None for a single-agent env."""
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+    env = resolve_env(spec.env)
+    if not (isinstance(env, type) and issubclass(env, MultiAgentEnv)):
+        return None
+    instance = env(dict(spec.env_config))
+    try:
+        return list(getattr(instance, "possible_agents", None) or getattr(instance, "agents", []))
+    finally:
+        with contextlib.suppress(Exception):
+            instance.close()
+
+
 def group_settings(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``{"training.lr": 1e-3, "rl_module.model_config.fcnet_hiddens": [64]}`` ->
     ``{"training": {"lr": 1e-3}, "rl_module": {"model_config": {"fcnet_hiddens": [64]}}}``."""
@@ -79,9 +105,39 @@ def group_settings(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return grouped
 
 
+@lru_cache(maxsize=None)
+def iteration_settings(algorithm: str) -> dict[str, Any]:
+    """What one iteration of ``algorithm`` is, stated explicitly: never a wall-clock floor, which makes the
+    work per iteration (and so every scheduler decision) depend on the machine's speed."""
+    defaults = algorithm_class(algorithm).get_default_config()
+    min_steps = int(defaults.min_sample_timesteps_per_iteration or 0)
+    if defaults.min_time_s_per_iteration:
+        min_steps = max(min_steps, ITERATION_ENV_STEPS)
+    return {MIN_TIME: 0, MIN_STEPS: min_steps}
+
+
 def settings_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> dict[str, Any]:
-    """All ``method.argument`` settings of one trial, in the order they apply."""
-    return {**RLSWEEP_DEFAULTS, **spec.config, **sampled}
+    """All ``method.argument`` settings of one trial, in the order they apply: rlsweep's defaults, the
+    algorithm's iteration settings, the spec's ``config``, then the trial's draw. These are the trial's
+    params as exported, so what an iteration means is visible beside what was searched."""
+    chosen = {k: v for k, v in sampled.items() if k != POLICIES_PATH}
+    return {**RLSWEEP_DEFAULTS, **iteration_settings(spec.algorithm), **spec.config, **chosen}
+
+
+class AgentToPolicy:
+    """RLlib's ``policy_mapping_fn`` for a spec's setup: the first rule whose pattern matches the agent id.
+    A class, not a lambda, so Ray can ship it to env runners."""
+
+    def __init__(self, setup: PolicySetup) -> None:
+        self.setup = setup
+
+    def __call__(self, agent_id: Any, *args: Any, **kwargs: Any) -> str:
+        policy = self.setup.policy_for(agent_id)
+        if policy is None:
+            raise ValueError(
+                f"policies.{self.setup.name}.map: agent {agent_id!r} matches no entry of {dict(self.setup.rules)}"
+            )
+        return policy
 
 
 def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig:
@@ -92,6 +148,23 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
     for method, arguments in group_settings(settings_for(spec, sampled)).items():
         getattr(config, method)(**arguments)
+    setup = spec.policy_setup(sampled)
+    if setup is not None:
+        config.multi_agent(
+            policies=set(setup.policy_ids),
+            policy_mapping_fn=AgentToPolicy(setup),
+            policies_to_train=list(setup.train),
+        )
+    if spec.evaluation is not None:
+        # The trainable calls ``algo.evaluate()`` itself every ``every_env_steps``; RLlib's own interval is in
+        # iterations, so it is set past any budget. It must be set for RLlib to build the evaluation runner.
+        config.evaluation(
+            evaluation_interval=2**31 - 1,
+            evaluation_duration=spec.evaluation.episodes,
+            evaluation_duration_unit="episodes",
+            evaluation_num_env_runners=0,
+            evaluation_config={"explore": False},
+        )
     return config
 
 
@@ -124,7 +197,9 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
     config_class = type(algorithm_class(spec.algorithm).get_default_config())
     methods = _method_arguments(config_class)
     problems = []
-    paths = [("config", p) for p in spec.config] + [("search_space", p) for p in spec.search_space.paths]
+    paths = [("config", p) for p in spec.config] + [
+        ("search_space", p) for p in spec.search_space.paths if p != POLICIES_PATH
+    ]
     for section, path in paths:
         method, _, rest = path.partition(".")
         argument = rest.split(".")[0]

@@ -66,6 +66,19 @@ def flatten_numeric(result: Mapping[str, Any], prefix: str = "") -> dict[str, fl
     return flat
 
 
+def first_present(result: Mapping[str, Any], name: str) -> float | int | None:
+    """The value of normalized metric ``name`` in RLlib's ``result``, or None."""
+    for path in RLLIB_KEYS[name]:
+        value = _scalar(_lookup(result, path))
+        if value is not None:
+            return value
+    return None
+
+
+def lifetime_env_steps(result: Mapping[str, Any]) -> int:
+    return int(first_present(result, "env_steps") or 0)
+
+
 class MetricNormalizer:
     """Turns each RLlib result into rlsweep's normalized metrics, carrying missing values forward."""
 
@@ -74,12 +87,9 @@ class MetricNormalizer:
 
     def __call__(self, result: Mapping[str, Any], *, evaluation: bool) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
-        for name, paths in RLLIB_KEYS.items():
-            for path in paths:
-                value = _scalar(_lookup(result, path))
-                if value is not None:
-                    metrics[name] = value
-                    break
+        for name in RLLIB_KEYS:
+            if (value := first_present(result, name)) is not None:
+                metrics[name] = value
         for name in CARRIED_FORWARD:
             if name in metrics and not (isinstance(metrics[name], float) and math.isnan(metrics[name])):
                 self._last[name] = float(metrics[name])

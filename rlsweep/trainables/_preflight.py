@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rlsweep.errors import Problem
-from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace
-from rlsweep.trainables._config import algorithm_names, build_config, env_problem, path_problems, settings_for
+from rlsweep.search_spaces import Choice, Fixed, Grid, Normal, Parameter, SearchSpace
+from rlsweep.trainables._config import (
+    agent_ids,
+    algorithm_names,
+    build_config,
+    env_problem,
+    path_problems,
+    settings_for,
+)
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -27,16 +35,53 @@ def _end(parameter: Parameter, high: bool) -> Any:
     return getattr(domain, "high" if high else "low")
 
 
+def _corner(space: SearchSpace, high: Mapping[str, bool], default: bool) -> dict[str, Any]:
+    draw: dict[str, Any] = {}
+    for parameter in space:
+        if parameter.is_active(draw):
+            draw[parameter.path] = _end(parameter, high.get(parameter.path, default))
+    return draw
+
+
 def extreme_draws(space: SearchSpace) -> list[dict[str, Any]]:
     """Every parameter at its low end, then at its high end (inactive conditional parameters left out)."""
-    draws = []
-    for high in (False, True):
-        draw: dict[str, Any] = {}
-        for parameter in space:
-            if parameter.is_active(draw):
-                draw[parameter.path] = _end(parameter, high)
-        draws.append(draw)
-    return draws
+    return [_corner(space, {}, False), _corner(space, {}, True)]
+
+
+def corner_draws(space: SearchSpace) -> list[dict[str, Any]]:
+    """The two extremes, then every pair of parameters at opposite or equal ends with the rest low and
+    high: RLlib's own checks compare two settings at a time (``minibatch_size`` <= ``train_batch_size``),
+    and a violation that needs one parameter high and another low lies at neither extreme."""
+    draws = extreme_draws(space)
+    paths = [p.path for p in space if not isinstance(p.domain, Fixed)]
+    for i, first in enumerate(paths):
+        for second in paths[i + 1 :]:
+            for a, b in ((True, False), (False, True)):
+                for rest in (False, True):
+                    draws.append(_corner(space, {first: a, second: b}, rest))
+    unique: list[dict[str, Any]] = []
+    for draw in draws:
+        if draw not in unique:
+            unique.append(draw)
+    return unique
+
+
+def sampled_draws(spec: SweepSpec, n: int) -> list[dict[str, Any]]:
+    """``n`` seeded random draws from the space (conditions respected), to catch what no corner shows."""
+    from rlsweep.schedulers._adapters import ConditionalRandomSearcher
+
+    if not len(spec.search_space):
+        return []
+    # A grid is drawn from like a choice here: the corners already cover its ends.
+    parameters = tuple(
+        replace(p, domain=Choice(p.domain.values)) if isinstance(p.domain, Grid) else p for p in spec.search_space
+    )
+    searcher = ConditionalRandomSearcher(parameters, metric=spec.metric.name, mode="max", seed=0)
+    return [searcher.suggest(f"preflight_{i}") or {} for i in range(n)]
+
+
+#: Random draws checked beside the corners.
+PREFLIGHT_SAMPLES = 8
 
 
 #: Names RLlib uses in its messages for arguments a user sets under another name.
@@ -61,16 +106,15 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     names = algorithm_names()
     if spec.algorithm not in names:
         return [Problem("algorithm", f"unknown RLlib algorithm {spec.algorithm!r}; expected one of {names}")]
-    if spec.evaluation is not None:
-        # Refused rather than ignored: a sweep must not silently run without the evaluation it asked for.
-        problems.append(Problem("evaluation", "separate evaluation episodes are not implemented yet; remove this section"))
     if (message := env_problem(spec.env)) is not None:
         problems.append(Problem("env", message))
+    else:
+        problems += _policy_problems(spec)
     problems += path_problems(spec)
     if problems:
         return problems
     seen: set[str] = set()
-    for draw in extreme_draws(spec.search_space):
+    for draw in corner_draws(spec.search_space) + sampled_draws(spec, PREFLIGHT_SAMPLES):
         try:
             build_config(spec, draw).validate()
         except Exception as exc:  # noqa: BLE001 - RLlib raises ValueError, TypeError, KeyError, ...
@@ -86,6 +130,32 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     if not problems and spec.ray.address is None:
         # A local runtime will have this many CPUs; a cluster is checked when the sweep joins it.
         problems += resource_problems(spec, float(spec.ray.num_cpus or os.cpu_count() or 1))[0]
+    return problems
+
+
+def _policy_problems(spec: SweepSpec) -> list[Problem]:
+    try:
+        agents = agent_ids(spec)
+    except Exception as exc:  # noqa: BLE001 - whatever the user's env raises
+        return [Problem("env_config", f"making {spec.env} with this env_config failed: {type(exc).__name__}: {exc}")]
+    if agents is None:
+        if spec.policies:
+            return [Problem("policies", f"{spec.env} is a single-agent env; 'policies' is for multi-agent envs")]
+        return []
+    if not spec.policies:
+        return [
+            Problem(
+                "policies",
+                f"{spec.env} is a multi-agent env (agents {agents}); add a 'policies' section, e.g. "
+                "policies: {map: {'*': shared}} for one policy all agents share",
+            )
+        ]
+    problems = []
+    for name, setup in spec.policies.items():
+        where = "policies.map" if name == "default" and len(spec.policies) == 1 else f"policies.{name}.map"
+        unmapped = [a for a in agents if setup.policy_for(a) is None]
+        if unmapped:
+            problems.append(Problem(where, f"agents {unmapped} of {spec.env} match no entry; its agents: {agents}"))
     return problems
 
 

@@ -7,6 +7,7 @@ import difflib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,8 @@ from rlsweep.errors import SpecError
 from rlsweep.metrics import NORMALIZED_METRICS, RLLIB_PREFIX
 from rlsweep.trainables._config import algorithm_class, build_config
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
-from rlsweep.trainables._metrics import MetricNormalizer, rllib_section
+from rlsweep.trainables._memory import trial_peak_memory_mb
+from rlsweep.trainables._metrics import MetricNormalizer, lifetime_env_steps, rllib_section
 from rlsweep.trainables._timing import PhaseTimer
 
 if TYPE_CHECKING:
@@ -49,6 +51,18 @@ def _check_reported_keys(spec: SweepSpec, reported: Mapping[str, Any]) -> None:
         )
 
 
+def _next_multiple(env_steps: int, every: int) -> int:
+    return (env_steps // every + 1) * every
+
+
+def _evaluate(algo: Any) -> tuple[dict[str, Any], float]:
+    """Greedy evaluation episodes on the algorithm's evaluation env runner; returns RLlib's result and the
+    seconds it took (reported as ``eval_time_s``, outside the iteration's timing split)."""
+    start = time.perf_counter()
+    result = algo.evaluate()
+    return result, time.perf_counter() - start
+
+
 def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
     """Tune function trainable. ``sampled`` is the trial's draw, keyed by spec parameter paths."""
     from ray import tune
@@ -64,10 +78,13 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
     # pauses and later resumes from it): those must carry a fresh checkpoint.
     rule = SCHEDULERS[spec.scheduler.name].checkpoint_rule(spec)
     evaluation = spec.evaluation is not None
+    # Without an interval, evaluation runs once, when the trial reaches its budget.
+    eval_every = (spec.evaluation.every_env_steps or spec.budget.env_steps) if spec.evaluation is not None else 0
     searched = spec.search_space.paths
 
     checkpoint = tune.get_checkpoint()
     next_checkpoint = every
+    next_eval = eval_every
     last_rule = 0
     if checkpoint is not None:
         with checkpoint.as_directory() as directory:
@@ -83,7 +100,8 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
             tune.report({**meta["metrics"], **in_effect(algo, searched)})
             algo.stop()
             return
-        next_checkpoint = (restored_steps // every + 1) * every
+        next_checkpoint = _next_multiple(restored_steps, every)
+        next_eval = _next_multiple(restored_steps, eval_every) if evaluation else 0
         last_rule = meta.get("rule_env_steps", restored_steps)
 
     try:
@@ -93,20 +111,27 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
             hyperparams = in_effect(algo, searched)
             with timer.iteration():
                 result = algo.train()
+            env_steps = lifetime_env_steps(result)
+            done = env_steps >= spec.budget.env_steps
+            eval_time = 0.0
+            if evaluation and (env_steps >= next_eval or done):
+                result["evaluation"], eval_time = _evaluate(algo)
+                next_eval = _next_multiple(env_steps, eval_every)
             metrics = normalizer(result, evaluation=evaluation)
             metrics.update(timer.last)
+            if evaluation:
+                metrics["eval_time_s"] = eval_time
+            metrics["peak_memory_mb"] = trial_peak_memory_mb(algo)
             metrics["time_total_s"] = result.get("time_total_s", 0.0)
             reported = {**metrics, **hyperparams, **rllib_section(result)}
             if first:
                 _check_reported_keys(spec, reported)
                 first = False
-            env_steps = metrics["env_steps"]
-            done = env_steps >= spec.budget.env_steps
             needed = rule is not None and rule.fires(env_steps, last_rule)
             if needed:
                 last_rule = env_steps
             if env_steps >= next_checkpoint or done or needed:
-                next_checkpoint = (env_steps // every + 1) * every
+                next_checkpoint = _next_multiple(env_steps, every)
                 with tempfile.TemporaryDirectory(prefix="rlsweep-ckpt-") as directory:
                     algo.save_to_path(directory)
                     meta = {"metrics": metrics, "carried": normalizer.state(), "config": sampled, "rule_env_steps": last_rule}

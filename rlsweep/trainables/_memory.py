@@ -1,0 +1,27 @@
+"""Peak resident memory of a trial: its own process plus the remote env runners and learners it owns."""
+
+from __future__ import annotations
+
+import resource
+import sys
+from typing import Any
+
+
+def peak_rss_mb(*_: Any) -> float:
+    """This process's peak resident set in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def trial_peak_memory_mb(algo: Any) -> float:
+    """Sum of the peak resident sets of every process the trial runs in. Summing peaks is an upper bound
+    on the trial's simultaneous peak: what a node must have free for it."""
+    total = peak_rss_mb()
+    for name in ("env_runner_group", "eval_env_runner_group"):
+        group = getattr(algo, name, None)
+        if group is not None and group.num_remote_env_runners() > 0:
+            total += sum(group.foreach_env_runner(peak_rss_mb, local_env_runner=False))
+    learners = getattr(algo, "learner_group", None)
+    if learners is not None and not learners.is_local:
+        total += sum(r.get() for r in learners.foreach_learner(peak_rss_mb) if r.ok)
+    return total

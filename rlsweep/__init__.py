@@ -9,6 +9,7 @@ from rlsweep.spec import SweepSpec
 from rlsweep.validate import load_spec
 
 if TYPE_CHECKING:
+    from rlsweep.policy import Policy
     from rlsweep.sweep import SweepResult
 
 __version__ = "0.1.0"
@@ -20,6 +21,7 @@ __all__ = [
     "SpecError",
     "SweepError",
     "SweepSpec",
+    "load_policy",
     "load_spec",
     "run",
     "sample",
@@ -39,3 +41,10 @@ def sample(spec: SweepSpec, n: int, **kwargs: Any) -> list[dict[str, Any]]:
     from rlsweep.sweep import sample as _sample
 
     return _sample(spec, n, **kwargs)
+
+
+def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
+    """A trained policy with ``act(obs, explore=False)``; see :func:`rlsweep.policy.load_policy`."""
+    from rlsweep.policy import load_policy as _load_policy
+
+    return _load_policy(checkpoint, policy_id)

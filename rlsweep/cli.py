@@ -126,6 +126,31 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    if args.top < 1:
+        raise SpecError(f"must be >= 1, got {args.top}", "--top")
+    if args.episodes < 1:
+        raise SpecError(f"must be >= 1, got {args.episodes}", "--episodes")
+    sweep = _load(args.dir)
+    table = sweep.evaluate(args.top, episodes=args.episodes, seeds=args.seeds, rule=args.rule)
+    if args.json:
+        print(table.to_json(orient="records"))
+        return EXIT_OK
+    if table.empty:
+        print("no checkpoint to evaluate", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"top {args.top} trials by {sweep.spec.metric.name} ({args.rule}), their best checkpoints, "
+          f"{args.episodes} greedy episodes on each of seeds {list(args.seeds)}:")
+    shown = table.drop(columns=["checkpoint"])
+    with pd.option_context("display.max_columns", None, "display.width", 200, "display.float_format", "{:.4g}".format):
+        print(shown.to_string(index=False))
+    for _, row in table.iterrows():
+        print(f"{row['trial_id']}: {row['checkpoint']}")
+    return EXIT_OK
+
+
 def _export(args: argparse.Namespace) -> int:
     sweep = _load(args.dir)
     run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment)
@@ -134,7 +159,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from rlsweep.analysis._load import RULE_HELP
+    from rlsweep.analysis._load import DEFAULT_EVAL_SEEDS, RULE_HELP
     from rlsweep.schedulers import SEARCHERS
 
     parser = _Parser(prog="rlsweep", description="Hyperparameter sweeps of RLlib agents on Ray Tune.")
@@ -175,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", default="avg-last-3", help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_best)
+
+    p = commands.add_parser("evaluate", help="re-run the top checkpoints greedily on fresh seeds: mean and spread")
+    p.add_argument("dir")
+    p.add_argument("--top", type=int, default=3, help="how many trials, best first under --rule (default 3)")
+    p.add_argument("--episodes", type=int, default=10, help="episodes per seed (default 10)")
+    p.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_EVAL_SEEDS), help="env seeds")
+    p.add_argument("--rule", default="avg-last-3", help=RULE_HELP)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_evaluate)
 
     p = commands.add_parser("export", help="log the sweep to MLflow (idempotent)")
     p.add_argument("dir")

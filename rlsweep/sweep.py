@@ -75,6 +75,21 @@ def _progress_callback(spec: SweepSpec) -> Any:
     return Progress()
 
 
+def _iteration_line(spec: SweepSpec) -> str:
+    from rlsweep.trainables._config import MIN_STEPS, MIN_TIME, settings_for
+
+    settings = settings_for(spec, {})
+    work = (
+        f"samples at least {settings[MIN_STEPS]} env steps"
+        if settings[MIN_STEPS]
+        else f"is one training step ({MIN_STEPS} 0)"
+    )
+    return (
+        f"{spec.algorithm}: one iteration {work}, time floor {settings[MIN_TIME]} s ({MIN_TIME}); "
+        f"budget {spec.budget.env_steps} env steps per trial"
+    )
+
+
 def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
     """Join ``address`` (or the spec's), or start a local runtime; returns the cluster's CPUs."""
     import ray
@@ -157,6 +172,8 @@ def run(
         json.dumps({"sweep_id": uuid.uuid4().hex, "created": _dt.datetime.now().isoformat(), "name": spec.name})
     )
 
+    if verbose:
+        _say(_iteration_line(spec))
     search_alg, param_space, num_samples = SEARCHERS[spec.searcher.name].build(spec, max_concurrent=max_concurrent)
     scheduler = SCHEDULERS[spec.scheduler.name].build(spec)
     tuner = tune.Tuner(

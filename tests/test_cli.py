@@ -104,3 +104,13 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path):
     assert exported.returncode == 0, exported.stderr
     status = rlsweep("status", experiment)
     assert status.returncode == 0 and "2 TERMINATED" in status.stdout
+
+    evaluated = rlsweep("evaluate", experiment, "--top", "2", "--episodes", "2", "--seeds", "5", "6", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    rows = json.loads(evaluated.stdout)
+    assert len(rows) == 2 and all(r["episodes"] == 4 for r in rows)
+    assert rows[0]["eval_return_mean"] >= rows[1]["eval_return_mean"]
+    assert {"eval_return_std", "seed_5", "seed_6"} <= set(rows[0])
+    shown = rlsweep("evaluate", experiment, "--top", "1", "--episodes", "1")
+    assert shown.returncode == 0 and "eval_return_mean" in shown.stdout and "checkpoint_" in shown.stdout
+    assert rlsweep("evaluate", experiment, "--top", "0").returncode == 2

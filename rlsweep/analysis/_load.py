@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,10 @@ RULE_HELP = "last | max | avg-last-N (mean of the last N reports; default avg-la
 _RULE = re.compile(r"^(last|max|avg-last-(\d+))$")
 
 
+#: Evaluation env seeds: fixed, so two evaluations compare, and unlikely to be ones a trial trained on.
+DEFAULT_EVAL_SEEDS: tuple[int, ...] = (100_003, 100_019, 100_043)
+
+
 class Sweep:
     """An experiment directory written by rlsweep. Create with :func:`load`."""
 
@@ -204,23 +208,30 @@ class Sweep:
         Raises:
             SweepError: no trial has reported the metric yet.
         """
+        ranked = self.ranked(rule)
+        if not ranked:
+            raise SweepError(f"{self.path}: no trial has reported {self.spec.metric.name!r} yet")
+        return ranked[0]
+
+    def ranked(self, rule: str = "avg-last-3") -> list[Best]:
+        """Every trial that reported the metric, best first under ``rule``, each with its best checkpoint."""
         metric, mode = self.spec.metric.name, self.spec.metric.mode
-        better = (lambda a, b: a > b) if mode == "max" else (lambda a, b: a < b)
-        best_trial, best_value = None, math.nan
+        scored = []
         for trial in self.trials:
             values = trial.values(metric)
-            if not values:
-                continue
-            score = self._score(values, len(values) - 1, rule)
-            if not math.isnan(score) and (best_trial is None or better(score, best_value)):
-                best_trial, best_value = trial, score
-        if best_trial is None:
-            raise SweepError(f"{self.path}: no trial has reported {metric!r} yet")
+            score = self._score(values, len(values) - 1, rule) if values else math.nan
+            if not math.isnan(score):
+                scored.append((score, trial))
+        scored.sort(key=lambda pair: -pair[0] if mode == "max" else pair[0])
+        return [self._with_checkpoint(trial, score, rule) for score, trial in scored]
 
-        values = best_trial.values(metric)
-        steps = [int(r.get("env_steps", 0)) for r in best_trial.rows]
+    def _with_checkpoint(self, trial: Trial, value: float, rule: str) -> Best:
+        metric, mode = self.spec.metric.name, self.spec.metric.mode
+        better = (lambda a, b: a > b) if mode == "max" else (lambda a, b: a < b)
+        values = trial.values(metric)
+        steps = [int(r.get("env_steps", 0)) for r in trial.rows]
         chosen, chosen_value = None, math.nan
-        for checkpoint in best_trial.checkpoints:
+        for checkpoint in trial.checkpoints:
             # Score a checkpoint by the reports up to the one it was saved with. Under "max" that is its own
             # value: a running maximum would let a later checkpoint inherit an earlier peak.
             end = max((i for i, s in enumerate(steps) if s <= checkpoint.env_steps), default=-1)
@@ -230,18 +241,35 @@ class Sweep:
             if chosen is None or (not math.isnan(score) and (math.isnan(chosen_value) or better(score, chosen_value))):
                 chosen, chosen_value = checkpoint, score
         return Best(
-            trial_id=best_trial.trial_id,
-            config=dict(best_trial.config),
+            trial_id=trial.trial_id,
+            config=dict(trial.config),
             metric=metric,
             mode=mode,
             rule=rule,
-            value=best_value,
+            value=value,
             env_steps=steps[-1] if steps else 0,
             checkpoint=chosen.path if chosen else None,
             checkpoint_value=None if chosen is None or math.isnan(chosen_value) else chosen_value,
             checkpoint_env_steps=chosen.env_steps if chosen else None,
-            trial_path=best_trial.path,
+            trial_path=trial.path,
         )
+
+    def evaluate(
+        self,
+        top: int = 3,
+        *,
+        episodes: int = 10,
+        seeds: Sequence[int] = DEFAULT_EVAL_SEEDS,
+        rule: str = "avg-last-3",
+    ) -> Any:
+        """Re-run the best checkpoints of the top ``top`` trials (under ``rule``) greedily on fresh seeds.
+
+        Returns a pandas DataFrame, one row per checkpoint, best evaluated first: ``eval_return_mean``,
+        ``eval_return_std`` over all ``episodes x len(seeds)`` episodes, and the mean per seed.
+        """
+        from rlsweep.analysis._evaluate import evaluate_checkpoints
+
+        return evaluate_checkpoints(self, self.ranked(rule)[:top], episodes=episodes, seeds=seeds)
 
     def to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> str:
         """Log the sweep to MLflow (parent run + a child run per trial); idempotent. Returns the parent id."""

@@ -39,6 +39,14 @@ def _param_value(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
 
+def trial_params(spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial's params: every setting it ran with (rlsweep's defaults, what an iteration is, ``config``,
+    the draw), so nothing that shaped the run is hidden in a default."""
+    from rlsweep.trainables._config import settings_for
+
+    return {**settings_for(spec, config), **config}
+
+
 def _find_run(client: MlflowClient, experiment_id: str, tags: Mapping[str, str]) -> Any:
     query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
     runs = client.search_runs([experiment_id], filter_string=query, max_results=2)
@@ -126,7 +134,7 @@ def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | N
             )
             client.log_batch(
                 created.info.run_id,
-                params=[Param(k, _param_value(v)) for k, v in trial.config.items()],
+                params=[Param(k, _param_value(v)) for k, v in trial_params(spec, trial.config).items()],
                 tags=[RunTag("rlsweep.trial_path", str(trial.path))],
             )
             run = client.get_run(created.info.run_id)

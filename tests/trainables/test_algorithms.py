@@ -1,0 +1,130 @@
+"""Every listed RLlib algorithm through ``rlsweep.run`` on a small budget: normalized metrics, the timing
+split, evaluation, peak memory, the iteration settings in the trial's params, and the policy back out."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rlsweep
+from rlsweep.analysis import load
+from rlsweep.analysis._mlflow import trial_params
+from rlsweep.metrics import EVALUATION_METRICS, NORMALIZED_METRICS
+
+#: algorithm -> (env, fixed config, searched parameter, budget, evaluation every).
+CASES: dict[str, tuple[str, dict[str, Any], str, int]] = {
+    "PPO": (
+        "CartPole-v1",
+        {"training.train_batch_size_per_learner": 500, "training.minibatch_size": 125, "training.num_epochs": 2},
+        "training.lr",
+        1000,
+    ),
+    # IMPALA/APPO keep rlsweep's iteration default (1000 env steps, no 10 s floor): asserted below.
+    "APPO": ("CartPole-v1", {}, "training.lr", 2000),
+    "IMPALA": ("CartPole-v1", {}, "training.lr", 2000),
+    "DQN": (
+        "CartPole-v1",
+        {"reporting.min_sample_timesteps_per_iteration": 500, "training.num_steps_sampled_before_learning_starts": 500},
+        "training.lr",
+        1000,
+    ),
+    # 100 env steps per iteration on 200-step episodes: the first iteration ends no episode.
+    "SAC": (
+        "Pendulum-v1",
+        {"reporting.min_sample_timesteps_per_iteration": 100, "training.num_steps_sampled_before_learning_starts": 200},
+        "training.actor_lr",
+        300,
+    ),
+}
+
+
+def _spec(tmp_path: Path, algorithm: str) -> rlsweep.SweepSpec:
+    env, config, searched, budget = CASES[algorithm]
+    return rlsweep.load_spec(
+        {
+            "name": f"algo-{algorithm.lower()}",
+            "algorithm": algorithm,
+            "env": env,
+            "config": config,
+            "search_space": {searched: {"loguniform": [1.0e-4, 1.0e-3]}},
+            "searcher": {"name": "random", "seed": 0},
+            "scheduler": "fifo",
+            "budget": {"env_steps": budget, "trials": 1},
+            "evaluation": {"episodes": 2, "every_env_steps": budget},
+            "storage": str(tmp_path / "results"),
+            "mlflow": None,
+        }
+    )
+
+
+@pytest.mark.parametrize("algorithm", list(CASES))
+def test_algorithm_runs_reports_evaluates_and_gives_its_policy_back(algorithm, tmp_path, ray_runtime):
+    spec = _spec(tmp_path, algorithm)
+    result = rlsweep.run(spec, verbose=0)
+    assert result.errored_trials == 0
+    sweep = load(result.path)
+    (trial,) = sweep.trials
+    rows = trial.rows
+    budget = spec.budget.env_steps
+
+    for row in rows:
+        for name in NORMALIZED_METRICS:
+            assert name in row, f"{algorithm} did not report {name}"
+        parts = row["sample_time_s"] + row["learn_time_s"] + row["other_time_s"]
+        assert min(row["sample_time_s"], row["learn_time_s"], row["other_time_s"]) >= 0
+        assert parts == pytest.approx(row["iteration_time_s"], abs=1e-6)
+        assert row["peak_memory_mb"] > 100
+    # Learning has started by the last iteration, and its time is counted (IMPALA/APPO: the learner thread).
+    assert rows[-1]["learn_time_s"] > 0
+    steps = [row["env_steps"] for row in rows]
+    assert steps == sorted(set(steps)) and steps[-1] >= budget
+    assert math.isfinite(rows[-1]["return_mean"])
+    assert math.isfinite(rows[-1]["eval_return_mean"]) and rows[-1]["eval_time_s"] > 0
+
+    # What an iteration is shows in the trial's params: never a time floor.
+    params = trial_params(spec, trial.config)
+    assert params["reporting.min_time_s_per_iteration"] == 0
+    if algorithm in ("APPO", "IMPALA"):
+        assert params["reporting.min_sample_timesteps_per_iteration"] == 1000
+        # Work-bound, not RLlib's 10 s floor (which samples ~10,000+ env steps per iteration here).
+        assert all(1000 <= b - a < 1200 for a, b in zip([0, *steps], steps))
+
+    # The policy back out of the best checkpoint acts in the env, greedy and sampled.
+    best = sweep.best()
+    policy = rlsweep.load_policy(best)
+    env = gym.make(spec.env)
+    obs, _ = env.reset(seed=0)
+    for explore in (False, True):
+        action = policy.act(obs, explore=explore)
+        assert env.action_space.contains(np.asarray(action, dtype=env.action_space.dtype))
+        obs, *_ = env.step(action)
+    table = sweep.evaluate(1, episodes=1, seeds=[7, 8])
+    assert list(table["trial_id"]) == [best.trial_id]
+    assert table.loc[0, "episodes"] == 2 and math.isfinite(table.loc[0, "eval_return_mean"])
+
+
+def test_an_iteration_without_a_finished_episode_carries_the_return_forward(tmp_path, ray_runtime):
+    # SAC on Pendulum at 100 env steps per iteration: episodes end at 200, 400, ... env steps.
+    spec = _spec(tmp_path, "SAC")
+    spec = rlsweep.load_spec({**spec.document, "scheduler": {"name": "asha", "grace_env_steps": 100}, "budget": {"env_steps": 300, "trials": 2}})
+    result = rlsweep.run(spec, verbose=0)
+    assert result.errored_trials == 0
+    for trial in load(result.path).trials:
+        by_steps = {row["env_steps"]: row for row in trial.rows}
+        assert math.isnan(by_steps[100]["return_mean"])
+        assert math.isfinite(by_steps[200]["return_mean"])
+        if 300 in by_steps:
+            assert by_steps[300]["return_mean"] == by_steps[200]["return_mean"]
+
+
+def test_evaluation_metrics_appear_only_with_an_evaluation_section(tmp_path, ray_runtime):
+    document = dict(_spec(tmp_path, "PPO").document)
+    del document["evaluation"]
+    result = rlsweep.run(rlsweep.load_spec(document), verbose=0)
+    (trial,) = load(result.path).trials
+    assert not any(name in row for row in trial.rows for name in EVALUATION_METRICS)

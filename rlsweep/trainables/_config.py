@@ -140,10 +140,23 @@ class AgentToPolicy:
         return policy
 
 
+class _NewStackNotice(logging.Filter):
+    """Drops RLlib's per-config notice that the new API stack is the default (SAC, DQN print it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "on the new API stack" not in record.getMessage()
+
+
+_NEW_STACK_NOTICE = _NewStackNotice()
+
+
 def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig:
     """The trial's ``AlgorithmConfig``: env, rlsweep's defaults, ``config``, then the sampled values."""
     # RLlib warns on every config that the new API stack is its default; rlsweep always uses it.
     logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
+    config_logger = logging.getLogger(type(algorithm_class(spec.algorithm).get_default_config()).__module__)
+    if _NEW_STACK_NOTICE not in config_logger.filters:
+        config_logger.addFilter(_NEW_STACK_NOTICE)
     config = algorithm_class(spec.algorithm).get_default_config()
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
     for method, arguments in group_settings(settings_for(spec, sampled)).items():

@@ -119,13 +119,16 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
             build_config(spec, draw).validate()
         except Exception as exc:  # noqa: BLE001 - RLlib raises ValueError, TypeError, KeyError, ...
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if message in seen:
+            settings = settings_for(spec, draw)
+            where = _paths_named_in(message, settings, spec) or ["config"]
+            # One problem per set of paths: the same rule broken at another corner says nothing new.
+            key = ", ".join(where) if where != ["config"] else message
+            if key in seen:
                 continue
-            seen.add(message)
-            where = _paths_named_in(message, settings_for(spec, draw), spec) or ["config"]
-            values = ", ".join(f"{p.split('.', 1)[1]}={settings_for(spec, draw).get(p.split('.', 1)[1])!r}" for p in where if "." in p)
+            seen.add(key)
+            values = ", ".join(f"{p.split('.', 1)[1]}={settings.get(p.split('.', 1)[1])!r}" for p in where if "." in p)
             problems.append(
-                Problem(", ".join(where), f"RLlib rejects this configuration ({values or 'at the space extremes'}): {message}")
+                Problem(", ".join(where), f"RLlib rejects this configuration ({values or 'in this space'}): {message}")
             )
     if not problems and spec.ray.address is None:
         # A local runtime will have this many CPUs; a cluster is checked when the sweep joins it.

@@ -45,10 +45,13 @@ def _multi_agent_episode(env: Any, policies: Mapping[Any, Policy], seed: int | N
     """The return summed over all agents, as RLlib's ``episode_return_mean`` counts it."""
     obs, _ = env.reset(seed=seed)
     total = 0.0
+    finished: set[Any] = set()
     for _ in range(MAX_EPISODE_STEPS):
-        actions = {agent: policies[agent].act(o) for agent, o in obs.items()}
+        # An agent that is done acts no more (RLlib's convention), even if the env still returns its obs.
+        actions = {agent: policies[agent].act(o) for agent, o in obs.items() if agent not in finished}
         obs, rewards, terminated, truncated, _ = env.step(actions)
         total += sum(float(r) for r in rewards.values())
+        finished |= {a for a in (*terminated, *truncated) if a != "__all__" and (terminated.get(a) or truncated.get(a))}
         if terminated.get("__all__") or truncated.get("__all__"):
             break
     return total

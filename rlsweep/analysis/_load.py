@@ -50,6 +50,12 @@ class Trial:
     def values(self, metric: str) -> list[float]:
         return [float(r[metric]) if _finite(r.get(metric)) else math.nan for r in self.rows]
 
+    @property
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        """The newest checkpoint on disk by env steps (Tune's ``get_last_checkpoint`` can return an older,
+        better-scoring one once pruning has run)."""
+        return max(self.checkpoints, key=lambda c: c.env_steps, default=None)
+
 
 @dataclass(frozen=True)
 class Best:
@@ -128,8 +134,15 @@ def _trial_states(root: Path) -> dict[str, tuple[str, str | None]]:
     return states
 
 
-RULE_HELP = "last | max | avg-last-N (mean of the last N reports; default avg-last-3)"
+RULE_HELP = (
+    "last | max | avg-last-N (mean of the last N reports; default avg-last-3) | eval (the top 3 by avg-last-3, "
+    "re-evaluated greedily on fresh seeds)"
+)
 _RULE = re.compile(r"^(last|max|avg-last-(\d+))$")
+#: The ``eval`` rule re-evaluates this many trials, chosen by :data:`EVAL_CANDIDATE_RULE`.
+EVAL_CANDIDATES = 3
+EVAL_CANDIDATE_RULE = "avg-last-3"
+EVAL_EPISODES = 10
 
 
 #: Evaluation env seeds: fixed, so two evaluations compare, and unlikely to be ones a trial trained on.
@@ -147,6 +160,21 @@ class Sweep:
     @property
     def sweep_id(self) -> str:
         return str(read_sweep_info(self.path)["sweep_id"])
+
+    @property
+    def experiment_analysis(self) -> Any:
+        """Ray Tune's own ``ExperimentAnalysis`` of this directory, with the spec's metric and mode as its
+        defaults; rlsweep's normalized names work as ``metric=``.
+
+        Mind Tune's trap: with a checkpoint score attribute set (rlsweep sets the spec's metric),
+        ``get_last_checkpoint`` returns the newest of the *kept* checkpoints, which pruning may have made a
+        best one rather than the latest. ``get_best_checkpoint`` and :meth:`best` agree (tested).
+        """
+        from ray.tune import ExperimentAnalysis
+
+        return ExperimentAnalysis(
+            str(self.path), default_metric=self.spec.metric.name, default_mode=self.spec.metric.mode
+        )
 
     def has_results(self) -> bool:
         return any(t.rows for t in self.trials)
@@ -185,7 +213,7 @@ class Sweep:
         """The rule's score of a trial's history up to and including index ``end``."""
         match = _RULE.match(rule)
         if match is None:
-            raise SpecError(f"unknown rule {rule!r}; expected last, max or avg-last-N (e.g. avg-last-3)", "--rule")
+            raise SpecError(f"unknown rule {rule!r}; expected last, max, avg-last-N (e.g. avg-last-3) or eval", "--rule")
         window = [v for v in values[: end + 1] if not math.isnan(v)]
         if not window:
             return math.nan
@@ -203,7 +231,8 @@ class Sweep:
         """The best trial under ``rule`` and, of its kept checkpoints, the one that scored best under it.
 
         Rules: ``last`` (final value), ``max`` (best value ever reported; min for mode min), ``avg-last-N``
-        (mean of the last N reports, robust to a single noisy peak).
+        (mean of the last N reports, robust to a single noisy peak), ``eval`` (the top 3 trials under
+        ``avg-last-3`` re-evaluated greedily on fresh seeds, 10 episodes each on 3 seeds; slower).
 
         Raises:
             SweepError: no trial has reported the metric yet.
@@ -214,7 +243,11 @@ class Sweep:
         return ranked[0]
 
     def ranked(self, rule: str = "avg-last-3") -> list[Best]:
-        """Every trial that reported the metric, best first under ``rule``, each with its best checkpoint."""
+        """Every trial that reported the metric, best first under ``rule``, each with its best checkpoint.
+
+        Under ``eval``, only the re-evaluated candidates, ranked by their greedy return on fresh seeds."""
+        if rule == "eval":
+            return self._ranked_by_evaluation()
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
         for trial in self.trials:
@@ -224,6 +257,28 @@ class Sweep:
                 scored.append((score, trial))
         scored.sort(key=lambda pair: -pair[0] if mode == "max" else pair[0])
         return [self._with_checkpoint(trial, score, rule) for score, trial in scored]
+
+    def _ranked_by_evaluation(self) -> list[Best]:
+        from dataclasses import replace
+
+        from rlsweep.analysis._evaluate import evaluate_checkpoints
+
+        candidates = [b for b in self.ranked(EVAL_CANDIDATE_RULE) if b.checkpoint is not None][:EVAL_CANDIDATES]
+        if not candidates:
+            return []
+        table = evaluate_checkpoints(self, candidates, episodes=EVAL_EPISODES, seeds=DEFAULT_EVAL_SEEDS)
+        by_trial = {b.trial_id: b for b in candidates}
+        return [
+            replace(
+                by_trial[row.trial_id],
+                metric="eval_return_mean",
+                mode="max",
+                rule="eval",
+                value=float(row.eval_return_mean),
+                checkpoint_value=float(row.eval_return_mean),
+            )
+            for row in table.itertuples()
+        ]
 
     def _with_checkpoint(self, trial: Trial, value: float, rule: str) -> Best:
         metric, mode = self.spec.metric.name, self.spec.metric.mode

@@ -158,6 +158,31 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _ui(args: argparse.Namespace) -> int:
+    from rlsweep.analysis._ui import experiment_url, start_server
+
+    experiment = args.experiment
+    uri = args.tracking_uri
+    if args.dir is not None:
+        spec = _load(args.dir).spec
+        if spec.mlflow is not None:
+            uri = uri or spec.mlflow.tracking_uri
+            experiment = experiment or spec.mlflow.experiment
+    uri = uri or "sqlite:///mlflow.db"
+    if uri.startswith(("http://", "https://")):
+        print(f"{uri} is already an MLflow server: open it in a browser")
+        return EXIT_OK
+    process, url = start_server(uri, args.port)
+    print(f"MLflow UI for {uri}: {experiment_url(url, uri, experiment)}", flush=True)
+    print("(Ctrl-C stops it)", flush=True)
+    try:
+        return int(process.wait())
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait(timeout=30)
+        return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rlsweep.analysis._load import DEFAULT_EVAL_SEEDS, RULE_HELP
     from rlsweep.schedulers import SEARCHERS
@@ -209,6 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", default="avg-last-3", help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_evaluate)
+
+    p = commands.add_parser("ui", help="start the MLflow UI for a sweep's store on 127.0.0.1 and print its address")
+    p.add_argument("dir", nargs="?", help="an experiment directory: use its spec's tracking URI and experiment")
+    p.add_argument("--tracking-uri", help="the store (default: the spec's, else sqlite:///mlflow.db)")
+    p.add_argument("--experiment", help="open this experiment's runs page")
+    p.add_argument("--port", type=int, help="default: a free port")
+    p.set_defaults(handler=_ui)
 
     p = commands.add_parser("export", help="log the sweep to MLflow (idempotent)")
     p.add_argument("dir")

@@ -103,6 +103,7 @@ class MlflowSpec:
     tracking_uri: str = "sqlite:///mlflow.db"
     experiment: str = "rlsweep"
     export: bool = True
+    live: bool = False
 
 
 @dataclass(frozen=True)
@@ -542,15 +543,19 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
     if "mlflow" in doc and doc["mlflow"] in (None, False):
         mlflow_spec = None
     else:
-        f = c.section(doc, "mlflow", {"tracking_uri", "experiment", "export"})
-        export = f.get("export", True)
+        f = c.section(doc, "mlflow", {"tracking_uri", "experiment", "export", "live"})
+        export, live = f.get("export", True), f.get("live", False)
         if not isinstance(export, bool):
             c.note("mlflow.export", f"must be true or false, got {export!r}")
             export = True
+        if not isinstance(live, bool):
+            c.note("mlflow.live", f"must be true or false, got {live!r}")
+            live = False
         mlflow_spec = MlflowSpec(
             tracking_uri=c.string(f, "tracking_uri", "mlflow.tracking_uri", default=MlflowSpec.tracking_uri),
             experiment=c.string(f, "experiment", "mlflow.experiment", default=MlflowSpec.experiment),
             export=export,
+            live=live,
         )
 
     if c.problems:

@@ -2,6 +2,7 @@
 
 Runs are found again by tags (``rlsweep.sweep_id``, ``rlsweep.trial_id``); each child records how many
 result rows it already holds, so a second export adds only what is new and never duplicates a run.
+Every write is a ``log_batch`` (MLflow's per-call ``log_metric`` is one request per value).
 """
 
 from __future__ import annotations
@@ -9,27 +10,33 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rlsweep.metrics import NORMALIZED_METRICS
+from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from rlsweep.analysis._load import Sweep, Trial
+    from rlsweep.analysis._load import Sweep
+    from rlsweep.spec import SweepSpec
 
 SWEEP_TAG = "rlsweep.sweep_id"
 TRIAL_TAG = "rlsweep.trial_id"
+KIND_TAG = "rlsweep.kind"
 ROWS_TAG = "rlsweep.rows_exported"
 PARENT_TAG = "mlflow.parentRunId"
+BEST_CHECKPOINT_TAG = "rlsweep.best_checkpoint"
+BEST_ARTIFACT_TAG = "rlsweep.best_checkpoint_logged"
 
-#: MLflow's limits (3.x): characters in a param value, entries in one log_batch call.
+#: MLflow's limits (3.x): characters in a param key and value, entries in one log_batch call.
+MAX_PARAM_KEY = 250
 MAX_PARAM_CHARS = 6000
 MAX_BATCH = 1000
+MAX_PARAMS_PER_BATCH = 100
 
 _STATUS = {"TERMINATED": "FINISHED", "ERROR": "FAILED", "PAUSED": "KILLED"}
 
@@ -39,7 +46,7 @@ def _param_value(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
 
-def trial_params(spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+def trial_params(spec: SweepSpec, config: Mapping[str, Any]) -> dict[str, Any]:
     """A trial's params: every setting it ran with (rlsweep's defaults, what an iteration is, ``config``,
     the draw), so nothing that shaped the run is hidden in a default."""
     from rlsweep.trainables._config import settings_for
@@ -47,13 +54,40 @@ def trial_params(spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
     return {**settings_for(spec, config), **config}
 
 
-def _find_run(client: MlflowClient, experiment_id: str, tags: Mapping[str, str]) -> Any:
-    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
-    runs = client.search_runs([experiment_id], filter_string=query, max_results=2)
-    return runs[0] if runs else None
+def param_entities(params: Mapping[str, Any]) -> list[Any]:
+    from mlflow.entities import Param
+
+    return [Param(str(k)[:MAX_PARAM_KEY], _param_value(v)) for k, v in params.items()]
 
 
-def _experiment_id(client: MlflowClient, name: str) -> str:
+def row_metrics(row: Mapping[str, Any]) -> list[Any]:
+    """The MLflow metrics of one result row: the normalized metrics and ``hp/...`` (PBT's hyperparameters
+    change per row, and params cannot), each at step = env steps."""
+    from mlflow.entities import Metric
+
+    step = int(row.get("env_steps", 0))
+    timestamp = int(float(row.get("timestamp", 0)) * 1000)
+    names: Iterable[str] = [*NORMALIZED_METRICS, *(k for k in row if k.startswith(HP_PREFIX))]
+    metrics = []
+    for name in names:
+        value = row.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            metrics.append(Metric(name, float(value), timestamp, step))
+    return metrics
+
+
+def log_rows(client: MlflowClient, run_id: str, rows: Iterable[Mapping[str, Any]], rows_done: int) -> None:
+    """Log ``rows`` in batches, then record that the run holds ``rows_done`` rows (last, so an export
+    cut off half-way repeats the batch, and MLflow drops the repeated identical points)."""
+    from mlflow.entities import RunTag
+
+    metrics = [m for row in rows for m in row_metrics(row)]
+    for start in range(0, len(metrics), MAX_BATCH):
+        client.log_batch(run_id, metrics=metrics[start : start + MAX_BATCH], synchronous=True)
+    client.log_batch(run_id, tags=[RunTag(ROWS_TAG, str(rows_done))], synchronous=True)
+
+
+def experiment_id(client: MlflowClient, name: str) -> str:
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
@@ -62,111 +96,161 @@ def _experiment_id(client: MlflowClient, name: str) -> str:
     return str(client.create_experiment(name))
 
 
-def _log_new_rows(client: MlflowClient, run: Any, trial: Trial) -> None:
-    from mlflow.entities import Metric
+def _search_all(client: MlflowClient, experiment: str, query: str) -> list[Any]:
+    runs, token = [], None
+    while True:
+        page = client.search_runs([experiment], filter_string=query, max_results=1000, page_token=token)
+        runs += list(page)
+        token = page.token
+        if not token:
+            return runs
 
-    done = int(run.data.tags.get(ROWS_TAG, 0))
-    metrics = []
-    for row in trial.rows[done:]:
-        step = int(row.get("env_steps", 0))
-        timestamp = int(float(row.get("timestamp", 0)) * 1000)
-        for name in NORMALIZED_METRICS:
-            value = row.get(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                metrics.append(Metric(name, float(value), timestamp, step))
-    for start in range(0, len(metrics), MAX_BATCH):
-        client.log_batch(run.info.run_id, metrics=metrics[start : start + MAX_BATCH], synchronous=True)
-    client.set_tag(run.info.run_id, ROWS_TAG, str(len(trial.rows)))
+
+def parent_run(client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id: str, path: Path) -> str:
+    """The sweep's parent run, created (with the spec as an artifact) the first time."""
+    found = _search_all(client, experiment, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{KIND_TAG}` = 'sweep'")
+    if found:
+        return str(found[0].info.run_id)
+    run = client.create_run(
+        experiment,
+        run_name=spec.name,
+        tags={
+            SWEEP_TAG: sweep_id,
+            KIND_TAG: "sweep",
+            "rlsweep.path": str(path),
+            "rlsweep.searcher": spec.searcher.name,
+            "rlsweep.scheduler": spec.scheduler.name,
+            "rlsweep.algorithm": spec.algorithm,
+            "rlsweep.env": spec.env,
+        },
+    )
+    params = {
+        "algorithm": spec.algorithm,
+        "env": spec.env,
+        "searcher": spec.searcher.name,
+        "scheduler": spec.scheduler.name,
+        "budget.env_steps": spec.budget.env_steps,
+        "budget.trials": spec.budget.trials,
+        "metric": f"{spec.metric.name} ({spec.metric.mode})",
+        **{f"config.{k}": v for k, v in spec.config.items()},
+    }
+    entities = param_entities(params)
+    for start in range(0, len(entities), MAX_PARAMS_PER_BATCH):
+        client.log_batch(run.info.run_id, params=entities[start : start + MAX_PARAMS_PER_BATCH])
+    with tempfile.TemporaryDirectory() as directory:
+        spec_path = Path(directory, "spec.yaml")
+        spec_path.write_text(spec.to_yaml())
+        client.log_artifact(run.info.run_id, str(spec_path))
+    return str(run.info.run_id)
+
+
+def child_runs(client: MlflowClient, experiment: str, sweep_id: str) -> dict[str, Any]:
+    """trial_id -> its child run, in one paged search (not one search per trial)."""
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{KIND_TAG}` = 'trial'"
+    return {run.data.tags[TRIAL_TAG]: run for run in _search_all(client, experiment, query)}
+
+
+def create_child(
+    client: MlflowClient, experiment: str, sweep_id: str, parent_id: str, spec: SweepSpec, trial_id: str,
+    config: Mapping[str, Any], trial_path: Path | str, start_time: int | None = None,
+) -> str:
+    from mlflow.entities import RunTag
+
+    run = client.create_run(
+        experiment,
+        run_name=trial_id,
+        start_time=start_time,
+        tags={SWEEP_TAG: sweep_id, TRIAL_TAG: trial_id, PARENT_TAG: parent_id, KIND_TAG: "trial", ROWS_TAG: "0"},
+    )
+    entities = param_entities(trial_params(spec, config))
+    for start in range(0, len(entities), MAX_PARAMS_PER_BATCH):
+        client.log_batch(
+            run.info.run_id,
+            params=entities[start : start + MAX_PARAMS_PER_BATCH],
+            tags=[RunTag("rlsweep.trial_path", str(trial_path))] if start == 0 else [],
+        )
+    return str(run.info.run_id)
+
+
+def _log_best(client: MlflowClient, parent_id: str, sweep: Sweep) -> None:
+    """Best trial tags and summary metrics, best config as YAML, plots, and the best checkpoint's files."""
+    from mlflow.entities import Metric, RunTag
+
+    from rlsweep.analysis._plots import save_plots
+
+    best = sweep.best()
+    parent = client.get_run(parent_id)
+    client.log_batch(
+        parent_id,
+        tags=[RunTag("rlsweep.best_trial_id", best.trial_id), RunTag(BEST_CHECKPOINT_TAG, str(best.checkpoint or ""))],
+    )
+    # A fixed timestamp and step make a repeated export write the same points, not new ones.
+    stamp = max((int(float(r.get("timestamp", 0)) * 1000) for t in sweep.trials for r in t.rows), default=0)
+    summary = {
+        f"best_{best.metric}": best.value,
+        "trials": len(sweep.trials),
+        "errored_trials": sum(t.state == "ERROR" for t in sweep.trials),
+        "env_steps_total": sum(int(t.rows[-1].get("env_steps", 0)) for t in sweep.trials if t.rows),
+    }
+    client.log_batch(parent_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in summary.items()])
+    with tempfile.TemporaryDirectory() as directory:
+        best_path = Path(directory, "best_config.yaml")
+        best_path.write_text(yaml.safe_dump({"best": best.to_dict()}, sort_keys=False))
+        client.log_artifact(parent_id, str(best_path))
+        plots = Path(directory, "plots")
+        save_plots(sweep, plots)
+        client.log_artifacts(parent_id, str(plots), artifact_path="plots")
+    if best.checkpoint is not None and parent.data.tags.get(BEST_ARTIFACT_TAG) != str(best.checkpoint):
+        client.log_artifacts(parent_id, str(best.checkpoint), artifact_path="best_checkpoint")
+        client.set_tag(parent_id, BEST_ARTIFACT_TAG, str(best.checkpoint))
+
+
+def _trial_start_ms(trial: Any) -> int | None:
+    """When the trial started: its first report's time less the wall time it had run by then."""
+    if not trial.rows:
+        return None
+    first = trial.rows[0]
+    start = float(first.get("timestamp", 0)) - float(first.get("time_total_s", 0))
+    return int(start * 1000) if start > 0 else None
 
 
 def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
     """Log ``sweep`` to MLflow; calling it again adds only what is new. Returns the parent run id."""
     from mlflow import MlflowClient
-    from mlflow.entities import Param, RunTag
 
     settings = sweep.spec.mlflow
     uri = tracking_uri or (settings.tracking_uri if settings else "sqlite:///mlflow.db")
     client = MlflowClient(tracking_uri=uri)
-    experiment_id = _experiment_id(client, experiment or (settings.experiment if settings else "rlsweep"))
-    sweep_id = sweep.sweep_id
-    spec = sweep.spec
-
-    parent = _find_run(client, experiment_id, {SWEEP_TAG: sweep_id, "rlsweep.kind": "sweep"})
-    if parent is None:
-        parent = client.create_run(
-            experiment_id,
-            run_name=spec.name,
-            tags={
-                SWEEP_TAG: sweep_id,
-                "rlsweep.kind": "sweep",
-                "rlsweep.path": str(sweep.path),
-                "rlsweep.searcher": spec.searcher.name,
-                "rlsweep.scheduler": spec.scheduler.name,
-                "rlsweep.algorithm": spec.algorithm,
-                "rlsweep.env": spec.env,
-            },
-        )
-        params = {
-            "algorithm": spec.algorithm,
-            "env": spec.env,
-            "searcher": spec.searcher.name,
-            "scheduler": spec.scheduler.name,
-            "budget.env_steps": spec.budget.env_steps,
-            "budget.trials": spec.budget.trials,
-            "metric": f"{spec.metric.name} ({spec.metric.mode})",
-            **{f"config.{k}": v for k, v in spec.config.items()},
-        }
-        client.log_batch(parent.info.run_id, params=[Param(k, _param_value(v)) for k, v in params.items()])
-        with tempfile.TemporaryDirectory() as directory:
-            spec_path = Path(directory, "spec.yaml")
-            spec_path.write_text(spec.to_yaml())
-            client.log_artifact(parent.info.run_id, str(spec_path))
-    parent_id = parent.info.run_id
+    experiment_ = experiment_id(client, experiment or (settings.experiment if settings else "rlsweep"))
+    sweep_id, spec = sweep.sweep_id, sweep.spec
+    parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path)
+    children = child_runs(client, experiment_, sweep_id)
 
     all_finished = True
     for trial in sweep.trials:
-        run = _find_run(client, experiment_id, {SWEEP_TAG: sweep_id, TRIAL_TAG: trial.trial_id})
+        run = children.get(trial.trial_id)
         if run is None:
-            created = client.create_run(
-                experiment_id,
-                run_name=trial.trial_id,
-                tags={SWEEP_TAG: sweep_id, TRIAL_TAG: trial.trial_id, PARENT_TAG: parent_id, "rlsweep.kind": "trial"},
+            run_id = create_child(
+                client, experiment_, sweep_id, parent_id, spec, trial.trial_id, trial.config, trial.path,
+                start_time=_trial_start_ms(trial),
             )
-            client.log_batch(
-                created.info.run_id,
-                params=[Param(k, _param_value(v)) for k, v in trial_params(spec, trial.config).items()],
-                tags=[RunTag("rlsweep.trial_path", str(trial.path))],
-            )
-            run = client.get_run(created.info.run_id)
-        _log_new_rows(client, run, trial)
+            done, current = 0, None
+        else:
+            run_id, current = run.info.run_id, run.info.status
+            done = int(run.data.tags.get(ROWS_TAG, 0))
+        if len(trial.rows) > done:
+            log_rows(client, run_id, trial.rows[done:], len(trial.rows))
+        if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
+            client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
         status = _STATUS.get(trial.state)
-        if trial.error:
-            client.set_tag(run.info.run_id, "rlsweep.error", trial.error[:5000])
-        if status is not None and run.info.status != status:
-            client.set_terminated(run.info.run_id, status=status)
+        if status is not None and current != status:
+            end = int(float(trial.rows[-1].get("timestamp", 0)) * 1000) if trial.rows else None
+            client.set_terminated(run_id, status=status, end_time=end or None)
         if status is None:
             all_finished = False
 
     if sweep.has_results():
-        best = sweep.best()
-        client.log_batch(
-            parent_id,
-            tags=[
-                RunTag("rlsweep.best_trial_id", best.trial_id),
-                RunTag("rlsweep.best_checkpoint", str(best.checkpoint or "")),
-            ],
-        )
-        # A fixed timestamp and step make a repeated export write the same points, not new ones.
-        from mlflow.entities import Metric
-
-        stamp = max((int(float(r.get("timestamp", 0)) * 1000) for t in sweep.trials for r in t.rows), default=0)
-        summary = {f"best_{best.metric}": best.value, "trials": len(sweep.trials),
-                   "errored_trials": sum(t.state == "ERROR" for t in sweep.trials)}
-        client.log_batch(parent_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in summary.items()])
-        with tempfile.TemporaryDirectory() as directory:
-            best_path = Path(directory, "best_config.yaml")
-            best_path.write_text(yaml.safe_dump({"best": best.to_dict()}, sort_keys=False))
-            client.log_artifact(parent_id, str(best_path))
+        _log_best(client, parent_id, sweep)
     if all_finished:
         client.set_terminated(parent_id, status="FINISHED")
     return parent_id

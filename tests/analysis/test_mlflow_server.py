@@ -1,0 +1,156 @@
+"""A real MLflow server on 127.0.0.1 (started by ``rlsweep ui``), a real small sweep exported over HTTP
+twice, and the MLflow UI opened in headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+import rlsweep
+from rlsweep.analysis import load
+from rlsweep.analysis._plots import PLOTS
+from rlsweep.analysis._ui import free_port
+
+pytestmark = pytest.mark.slow
+
+EXPERIMENT = "over-http"
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, ray_runtime):
+    root = tmp_path_factory.mktemp("http")
+    spec = rlsweep.load_spec(
+        {
+            "name": "http-sweep",
+            "algorithm": "PPO",
+            "env": "CartPole-v1",
+            "config": {"training.train_batch_size_per_learner": 500, "training.minibatch_size": 125, "training.num_epochs": 2},
+            "search_space": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}, "training.gamma": {"uniform": [0.95, 0.99]}},
+            "searcher": {"name": "random", "seed": 0},
+            "scheduler": {"name": "asha", "grace_env_steps": 1000, "reduction_factor": 2},
+            "budget": {"env_steps": 2000, "trials": 3},
+            "checkpoint": {"every_env_steps": 1000},
+            "storage": str(root / "results"),
+            "mlflow": None,
+        }
+    )
+    return load(rlsweep.run(spec, verbose=0).path)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``rlsweep ui`` on a fresh SQLite store and a free port; ended by its process group at the end."""
+    root = tmp_path_factory.mktemp("server")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rlsweep.cli", "ui", "--tracking-uri", f"sqlite:///{root / 'store.db'}", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        line = ""
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and "MLflow UI" not in line:
+            line = process.stdout.readline()
+            assert line or process.poll() is None, "rlsweep ui exited before printing its address"
+        url = re.search(r"http://127\.0\.0\.1:\d+", line)
+        assert url is not None, f"no address in {line!r}"
+        assert url.group(0) == f"http://127.0.0.1:{port}"
+        yield url.group(0)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def _runs(client, experiment_id):
+    return client.search_runs([experiment_id], max_results=1000)
+
+
+def test_export_over_http_is_complete_once_after_exporting_twice(sweep, server):
+    first_id = sweep.to_mlflow(tracking_uri=server, experiment=EXPERIMENT)
+    client = MlflowClient(tracking_uri=server)
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    before = {r.info.run_id for r in _runs(client, experiment_id)}
+    assert sweep.to_mlflow(tracking_uri=server, experiment=EXPERIMENT) == first_id
+    runs = _runs(client, experiment_id)
+    assert {r.info.run_id for r in runs} == before
+
+    parents = [r for r in runs if r.data.tags.get("rlsweep.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("rlsweep.kind") == "trial"]
+    assert len(parents) == 1 and parents[0].info.run_id == first_id
+    assert sorted(c.data.tags["rlsweep.trial_id"] for c in children) == sorted(t.trial_id for t in sweep.trials)
+    parent = parents[0]
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["rlsweep.scheduler"] == "asha" and parent.data.tags["rlsweep.searcher"] == "random"
+    assert parent.data.metrics["trials"] == 3
+
+    by_id = {t.trial_id: t for t in sweep.trials}
+    for child in children:
+        trial = by_id[child.data.tags["rlsweep.trial_id"]]
+        assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert child.info.status == "FINISHED"
+        assert child.data.params["reporting.min_sample_timesteps_per_iteration"] == "0"
+        for metric in ("return_mean", "learn_time_s", "hp/training.lr"):
+            history = client.get_metric_history(child.info.run_id, metric)
+            # Once each: the second export added no point.
+            assert [m.step for m in history] == [r["env_steps"] for r in trial.rows], metric
+        assert client.get_metric_history(child.info.run_id, "hp/training.lr")[0].value == pytest.approx(
+            trial.config["training.lr"]
+        )
+
+    artifacts = {a.path for a in client.list_artifacts(first_id)}
+    assert {"spec.yaml", "best_config.yaml", "plots", "best_checkpoint"} <= artifacts
+    assert {Path(a.path).name for a in client.list_artifacts(first_id, "plots")} == set(PLOTS)
+    checkpoint_files = {Path(a.path).name for a in client.list_artifacts(first_id, "best_checkpoint")}
+    assert "rlsweep_checkpoint.json" in checkpoint_files and "learner_group" in checkpoint_files
+    assert parent.data.tags["rlsweep.best_checkpoint"] == str(sweep.best().checkpoint)
+
+
+def _chromium():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert binary and driver, "Debian's chromium and chromium-driver are needed (scripts/test installs them)"
+    options = Options()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1600,1000"):
+        options.add_argument(argument)
+    options.binary_location = binary
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def test_the_mlflow_ui_shows_the_sweep_and_its_trials(sweep, server, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    sweep.to_mlflow(tracking_uri=server, experiment=EXPERIMENT)
+    experiment_id = MlflowClient(tracking_uri=server).get_experiment_by_name(EXPERIMENT).experiment_id
+    browser = _chromium()
+    try:
+        browser.get(f"{server}/#/experiments/{experiment_id}/runs")
+        body = lambda b: b.find_element(By.TAG_NAME, "body").text  # noqa: E731
+        WebDriverWait(browser, 90).until(lambda b: sweep.spec.name in body(b))
+        # The trials are nested under the sweep's run: expand it.
+        expanders = browser.find_elements(By.CSS_SELECTOR, "button[data-component-id*='runnamecellrenderer']")
+        assert expanders, "no expander next to the parent run"
+        expanders[0].click()
+        WebDriverWait(browser, 60).until(lambda b: all(t.trial_id in body(b) for t in sweep.trials))
+        shot = tmp_path / "mlflow_ui.png"
+        assert browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        for target in filter(None, [os.environ.get("RLSWEEP_SCREENSHOT_DIR")]):
+            shutil.copy(shot, Path(target) / shot.name)
+    finally:
+        browser.quit()

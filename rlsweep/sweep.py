@@ -168,9 +168,15 @@ def run(
     path = experiment_dir(spec, storage)
     path.mkdir(parents=True, exist_ok=False)
     (path / SPEC_FILE).write_text(spec.to_yaml())
+    sweep_id = uuid.uuid4().hex
     (path / SWEEP_FILE).write_text(
-        json.dumps({"sweep_id": uuid.uuid4().hex, "created": _dt.datetime.now().isoformat(), "name": spec.name})
+        json.dumps({"sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "name": spec.name})
     )
+    callbacks = [_progress_callback(spec)] if verbose else []
+    if spec.mlflow is not None and spec.mlflow.live:
+        from rlsweep.analysis._live import live_logger
+
+        callbacks.append(live_logger(spec, path, sweep_id))
 
     if verbose:
         _say(_iteration_line(spec))
@@ -198,7 +204,7 @@ def run(
             ),
             failure_config=tune.FailureConfig(max_failures=0),
             verbose=0,
-            callbacks=[_progress_callback(spec)] if verbose else [],
+            callbacks=callbacks,
         ),
     )
     grid = tuner.fit()

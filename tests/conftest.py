@@ -50,3 +50,25 @@ def ray_runtime():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
+
+
+def small_ppo(name: str, storage: Path, *, batch: int = 500, minibatch: int = 125, epochs: int = 2, **sections: Any) -> dict[str, Any]:
+    """A PPO-on-CartPole spec document with a small train batch, random search over lr and FIFO, no MLflow
+    export; ``sections`` replace or add top-level sections."""
+    document: dict[str, Any] = {
+        "name": name,
+        "algorithm": "PPO",
+        "env": "CartPole-v1",
+        "config": {
+            "training.train_batch_size_per_learner": batch,
+            "training.minibatch_size": minibatch,
+            "training.num_epochs": epochs,
+        },
+        "search_space": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}},
+        "searcher": {"name": "random", "seed": 0},
+        "scheduler": "fifo",
+        "storage": str(storage),
+        "mlflow": None,
+    }
+    document.update(sections)
+    return document

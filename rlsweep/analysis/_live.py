@@ -22,7 +22,9 @@ from rlsweep.analysis._mlflow import (
     create_child,
     experiment_id,
     log_rows,
+    param_entities,
     parent_run,
+    trial_params,
 )
 from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
 
@@ -102,11 +104,13 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
                     if trial_id in broken:
                         continue
                     try:
+                        params = []
                         if trial_id not in runs:
                             config, trial_path = configs[trial_id]
-                            runs[trial_id] = (create_child(client, experiment, sweep_id, parent, spec, trial_id, config, trial_path), 0)
+                            runs[trial_id] = (create_child(client, experiment, sweep_id, parent, trial_id, trial_path), 0)
+                            params = param_entities(trial_params(spec, config))
                         run_id, done = runs[trial_id]
-                        log_rows(client, run_id, rows, done + len(rows))
+                        log_rows(client, run_id, rows, done + len(rows), params)
                         runs[trial_id] = (run_id, done + len(rows))
                     except Exception as exc:  # noqa: BLE001
                         broken.add(trial_id)

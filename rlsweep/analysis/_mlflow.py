@@ -76,15 +76,25 @@ def row_metrics(row: Mapping[str, Any]) -> list[Any]:
     return metrics
 
 
-def log_rows(client: MlflowClient, run_id: str, rows: Iterable[Mapping[str, Any]], rows_done: int) -> None:
-    """Log ``rows`` in batches, then record that the run holds ``rows_done`` rows (last, so an export
-    cut off half-way repeats the batch, and MLflow drops the repeated identical points)."""
+def log_rows(
+    client: MlflowClient, run_id: str, rows: Iterable[Mapping[str, Any]], rows_done: int, params: Iterable[Any] = ()
+) -> None:
+    """Log ``rows`` (and a new run's ``params``) in as few ``log_batch`` calls as MLflow's limits allow,
+    the last one also recording that the run holds ``rows_done`` rows. MLflow writes a batch's tags after
+    its metrics, so an export cut off half-way repeats rows, and MLflow drops repeated identical points."""
     from mlflow.entities import RunTag
 
     metrics = [m for row in rows for m in row_metrics(row)]
-    for start in range(0, len(metrics), MAX_BATCH):
-        client.log_batch(run_id, metrics=metrics[start : start + MAX_BATCH], synchronous=True)
-    client.log_batch(run_id, tags=[RunTag(ROWS_TAG, str(rows_done))], synchronous=True)
+    pending = list(params)
+    batches: list[tuple[list, list]] = []
+    while pending or metrics or not batches:
+        batch_params, pending = pending[:MAX_PARAMS_PER_BATCH], pending[MAX_PARAMS_PER_BATCH:]
+        room = MAX_BATCH - len(batch_params) - 1  # one entity for the row count tag
+        batch_metrics, metrics = metrics[:room], metrics[room:]
+        batches.append((batch_params, batch_metrics))
+    for i, (batch_params, batch_metrics) in enumerate(batches):
+        tags = [RunTag(ROWS_TAG, str(rows_done))] if i == len(batches) - 1 else []
+        client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=tags, synchronous=True)
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
@@ -151,24 +161,19 @@ def child_runs(client: MlflowClient, experiment: str, sweep_id: str) -> dict[str
 
 
 def create_child(
-    client: MlflowClient, experiment: str, sweep_id: str, parent_id: str, spec: SweepSpec, trial_id: str,
-    config: Mapping[str, Any], trial_path: Path | str, start_time: int | None = None,
+    client: MlflowClient, experiment: str, sweep_id: str, parent_id: str, trial_id: str, trial_path: Path | str,
+    start_time: int | None = None,
 ) -> str:
-    from mlflow.entities import RunTag
-
+    """A child run for one trial; its params go in with its first rows (:func:`log_rows`)."""
     run = client.create_run(
         experiment,
         run_name=trial_id,
         start_time=start_time,
-        tags={SWEEP_TAG: sweep_id, TRIAL_TAG: trial_id, PARENT_TAG: parent_id, KIND_TAG: "trial", ROWS_TAG: "0"},
+        tags={
+            SWEEP_TAG: sweep_id, TRIAL_TAG: trial_id, PARENT_TAG: parent_id, KIND_TAG: "trial", ROWS_TAG: "0",
+            "rlsweep.trial_path": str(trial_path),
+        },
     )
-    entities = param_entities(trial_params(spec, config))
-    for start in range(0, len(entities), MAX_PARAMS_PER_BATCH):
-        client.log_batch(
-            run.info.run_id,
-            params=entities[start : start + MAX_PARAMS_PER_BATCH],
-            tags=[RunTag("rlsweep.trial_path", str(trial_path))] if start == 0 else [],
-        )
     return str(run.info.run_id)
 
 
@@ -229,17 +234,18 @@ def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | N
     all_finished = True
     for trial in sweep.trials:
         run = children.get(trial.trial_id)
+        params: list[Any] = []
         if run is None:
             run_id = create_child(
-                client, experiment_, sweep_id, parent_id, spec, trial.trial_id, trial.config, trial.path,
-                start_time=_trial_start_ms(trial),
+                client, experiment_, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial)
             )
             done, current = 0, None
+            params = param_entities(trial_params(spec, trial.config))
         else:
             run_id, current = run.info.run_id, run.info.status
             done = int(run.data.tags.get(ROWS_TAG, 0))
-        if len(trial.rows) > done:
-            log_rows(client, run_id, trial.rows[done:], len(trial.rows))
+        if params or len(trial.rows) > done:
+            log_rows(client, run_id, trial.rows[done:], len(trial.rows), params)
         if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
             client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
         status = _STATUS.get(trial.state)

@@ -10,6 +10,7 @@ import pytest
 
 import rlsweep
 from rlsweep.analysis import load
+from tests.conftest import small_ppo
 
 pytestmark = pytest.mark.slow
 
@@ -17,21 +18,16 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory, ray_runtime):
     root = tmp_path_factory.mktemp("ea")
+    # Six checkpoints per trial, two kept: pruning decides which survive.
     spec = rlsweep.load_spec(
-        {
-            "name": "ea",
-            "algorithm": "PPO",
-            "env": "CartPole-v1",
-            "config": {"training.train_batch_size_per_learner": 250, "training.minibatch_size": 125, "training.num_epochs": 2},
-            "search_space": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}},
-            "searcher": {"name": "random", "seed": 1},
-            "scheduler": "fifo",
-            # Six checkpoints per trial, two kept: pruning decides which survive.
-            "budget": {"env_steps": 1500, "trials": 3},
-            "checkpoint": {"every_env_steps": 250, "keep": 2},
-            "storage": str(root / "results"),
-            "mlflow": None,
-        }
+        small_ppo(
+            "ea",
+            root / "results",
+            batch=250,
+            searcher={"name": "random", "seed": 1},
+            budget={"env_steps": 1500, "trials": 3},
+            checkpoint={"every_env_steps": 250, "keep": 2},
+        )
     )
     return load(rlsweep.run(spec, verbose=0).path)
 

@@ -8,6 +8,7 @@ from mlflow import MlflowClient
 
 import rlsweep
 from rlsweep.analysis import load
+from tests.conftest import small_ppo
 
 pytestmark = pytest.mark.slow
 
@@ -15,19 +16,14 @@ pytestmark = pytest.mark.slow
 def test_live_logging_writes_every_result_once(tmp_path, ray_runtime):
     uri = f"sqlite:///{tmp_path / 'live.db'}"
     spec = rlsweep.load_spec(
-        {
-            "name": "live",
-            "algorithm": "PPO",
-            "env": "CartPole-v1",
-            "config": {"training.train_batch_size_per_learner": 500, "training.minibatch_size": 125, "training.num_epochs": 1},
-            "search_space": {"training.lr": {"loguniform": [1.0e-4, 1.0e-3]}},
-            "searcher": {"name": "random", "seed": 0},
-            "scheduler": "fifo",
-            "budget": {"env_steps": 1500, "trials": 2},
-            "storage": str(tmp_path / "results"),
+        small_ppo(
+            "live",
+            tmp_path / "results",
+            epochs=1,
+            budget={"env_steps": 1500, "trials": 2},
             # Live only: what MLflow holds after run() returns is what the live logger wrote.
-            "mlflow": {"tracking_uri": uri, "experiment": "live", "live": True, "export": False},
-        }
+            mlflow={"tracking_uri": uri, "experiment": "live", "live": True, "export": False},
+        )
     )
     result = rlsweep.run(spec, verbose=0)
     assert result.mlflow_run_id is None

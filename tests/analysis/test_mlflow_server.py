@@ -19,6 +19,7 @@ import rlsweep
 from rlsweep.analysis import load
 from rlsweep.analysis._plots import PLOTS
 from rlsweep.analysis._ui import free_port
+from tests.conftest import small_ppo
 
 pytestmark = pytest.mark.slow
 
@@ -29,19 +30,14 @@ EXPERIMENT = "over-http"
 def sweep(tmp_path_factory, ray_runtime):
     root = tmp_path_factory.mktemp("http")
     spec = rlsweep.load_spec(
-        {
-            "name": "http-sweep",
-            "algorithm": "PPO",
-            "env": "CartPole-v1",
-            "config": {"training.train_batch_size_per_learner": 500, "training.minibatch_size": 125, "training.num_epochs": 2},
-            "search_space": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}, "training.gamma": {"uniform": [0.95, 0.99]}},
-            "searcher": {"name": "random", "seed": 0},
-            "scheduler": {"name": "asha", "grace_env_steps": 1000, "reduction_factor": 2},
-            "budget": {"env_steps": 2000, "trials": 3},
-            "checkpoint": {"every_env_steps": 1000},
-            "storage": str(root / "results"),
-            "mlflow": None,
-        }
+        small_ppo(
+            "http-sweep",
+            root / "results",
+            search_space={"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}, "training.gamma": {"uniform": [0.95, 0.99]}},
+            scheduler={"name": "asha", "grace_env_steps": 1000, "reduction_factor": 2},
+            budget={"env_steps": 2000, "trials": 3},
+            checkpoint={"every_env_steps": 1000},
+        )
     )
     return load(rlsweep.run(spec, verbose=0).path)
 

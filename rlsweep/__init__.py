@@ -23,6 +23,7 @@ __all__ = [
     "SweepSpec",
     "load_policy",
     "load_spec",
+    "resume",
     "run",
     "sample",
     "__version__",
@@ -48,3 +49,10 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
     from rlsweep.policy import load_policy as _load_policy
 
     return _load_policy(checkpoint, policy_id)
+
+
+def resume(path: Any, **kwargs: Any) -> SweepResult:
+    """Continue an interrupted sweep; see :func:`rlsweep.sweep.resume`."""
+    from rlsweep.sweep import resume as _resume
+
+    return _resume(path, **kwargs)

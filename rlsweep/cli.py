@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rlsweep.errors import RlsweepError, SpecError
@@ -74,6 +75,10 @@ def _run(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec, args.set)
     result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1)
+    return _report(result, spec)
+
+
+def _report(result: Any, spec: Any) -> int:
     print(f"\nexperiment:  {result.path}")
     if result.errored_trials:
         print(f"failed trials: {result.errored_trials} (see `rlsweep status {result.path}`)")
@@ -81,9 +86,28 @@ def _run(args: argparse.Namespace) -> int:
         print("no trial reported a result", file=sys.stderr)
         return EXIT_ERROR
     _print_best(result.best)
+    if result.export_error:
+        print(f"mlflow export failed: {result.export_error}", file=sys.stderr)
     if result.mlflow_run_id and spec.mlflow is not None:
         print(f"mlflow:      {spec.mlflow.tracking_uri} experiment {spec.mlflow.experiment!r}, run {result.mlflow_run_id}")
     return EXIT_OK
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from rlsweep.sweep import read_sweep_info, resume
+
+    try:
+        read_sweep_info(Path(args.dir).expanduser().resolve())
+    except RlsweepError as exc:
+        raise SpecError(str(exc), "DIR") from None
+    result = resume(args.dir, spec_path=args.spec, address=args.address)
+    return _report(result, load_spec_of(result.path))
+
+
+def load_spec_of(path: Any) -> Any:
+    from rlsweep.analysis import load
+
+    return load(path).spec
 
 
 def _load(directory: str) -> Any:
@@ -214,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no per-result progress lines")
     with_set(p)
     p.set_defaults(handler=_run)
+
+    p = commands.add_parser("resume", help="continue an interrupted sweep; finished trials are not rerun")
+    p.add_argument("dir")
+    p.add_argument("--spec", help="the spec file you mean to resume with: refused, with the differences, if edited")
+    p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
+    p.set_defaults(handler=_resume)
 
     p = commands.add_parser("status", help="trials, states and the best so far")
     p.add_argument("dir")

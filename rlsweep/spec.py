@@ -61,6 +61,14 @@ class EvaluationSpec:
     every_env_steps: int | None = None
 
 
+@dataclass(frozen=True)
+class FailureSpec:
+    """What happens when a trial fails (an env raises, a loss turns NaN): it restarts from its latest
+    checkpoint up to ``max_retries`` times, then is recorded as failed while the sweep goes on."""
+
+    max_retries: int = 1
+
+
 #: The search-space path that picks one of the spec's named ``policies`` setups.
 POLICIES_PATH = "policies"
 
@@ -124,6 +132,7 @@ class SweepSpec:
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     evaluation: EvaluationSpec | None = None
     policies: Mapping[str, PolicySetup] = field(default_factory=dict)
+    failure: FailureSpec = field(default_factory=FailureSpec)
     storage: str = "./rlsweep_results"
     ray: RaySpec = field(default_factory=RaySpec)
     mlflow: MlflowSpec | None = field(default_factory=MlflowSpec)
@@ -350,7 +359,7 @@ def _default_names(searcher: Any, scheduler: Any, space: SearchSpace) -> tuple[s
 
 _TOP_LEVEL = {
     "name", "algorithm", "env", "env_config", "config", "search_space", "searcher", "scheduler", "budget",
-    "metric", "stop", "checkpoint", "evaluation", "policies", "storage", "ray", "mlflow", "preset",
+    "metric", "stop", "checkpoint", "evaluation", "policies", "failure", "storage", "ray", "mlflow", "preset",
 }
 
 
@@ -530,6 +539,10 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
             every_env_steps=c.number(e, "every_env_steps", "evaluation.every_env_steps", integer=True, minimum=1),
         )
     policies = _parse_policies(c, doc.get("policies"), space)
+    fail = c.section(doc, "failure", {"max_retries"})
+    failure = FailureSpec(
+        max_retries=c.number(fail, "max_retries", "failure.max_retries", integer=True, minimum=0, default=1)
+    )
     if metric.name.startswith("eval_") and evaluation is None:
         c.note("metric.name", f"{metric.name!r} needs an 'evaluation' section")
 
@@ -576,6 +589,7 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
             checkpoint=checkpoint,
             evaluation=evaluation,
             policies=policies,
+            failure=failure,
             storage=storage,
             ray=ray_spec,
             mlflow=mlflow_spec,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlsweep.errors import SpecError, SweepError
+from rlsweep.errors import Problem, SpecError, SweepError
 from rlsweep.schedulers import SCHEDULERS, SEARCHERS, checkpoint_keep
 from rlsweep.spec import SweepSpec
 from rlsweep.trainables import make_trainable, resource_problems
@@ -38,12 +38,14 @@ class SweepResult:
         best: The best trial and checkpoint under the default selection rule, or None if no trial reported.
         mlflow_run_id: The sweep's parent run in MLflow, when it was exported.
         errored_trials: How many trials ended in an error.
+        export_error: Why the MLflow export failed, if it did (rerun ``rlsweep export`` to complete it).
     """
 
     path: Path
     best: Best | None
     mlflow_run_id: str | None
     errored_trials: int
+    export_error: str | None = None
 
 
 def _say(line: str) -> None:
@@ -95,6 +97,9 @@ def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
     import ray
 
     address = address or spec.ray.address
+    # Tune snapshots its state after every `keep` checkpoints of a trial, which rlsweep relies on for
+    # resume; its warning that this happens often is noise here.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if not ray.is_initialized():
         os.environ.setdefault("RAY_DEDUP_LOGS", "1")
         # Workers' logs stay in Ray's session folder; trial errors reach the user through Tune's error files.
@@ -157,8 +162,6 @@ def run(
     """
     from ray import tune
 
-    from rlsweep.analysis import load
-
     cluster_cpus = ensure_ray(spec, address)
     problems, trial_cpus = resource_problems(spec, cluster_cpus)
     if problems:
@@ -169,14 +172,15 @@ def run(
     path.mkdir(parents=True, exist_ok=False)
     (path / SPEC_FILE).write_text(spec.to_yaml())
     sweep_id = uuid.uuid4().hex
+    # The spec as it ran, kept apart from the YAML file, so an edit before a resume is found and listed.
     (path / SWEEP_FILE).write_text(
-        json.dumps({"sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "name": spec.name})
+        json.dumps(
+            {"sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "name": spec.name,
+             "spec": dict(spec.document)},
+            default=str,
+        )
     )
-    callbacks = [_progress_callback(spec)] if verbose else []
-    if spec.mlflow is not None and spec.mlflow.live:
-        from rlsweep.analysis._live import live_logger
-
-        callbacks.append(live_logger(spec, path, sweep_id))
+    callbacks = _callbacks(spec, path, sweep_id, verbose)
 
     if verbose:
         _say(_iteration_line(spec))
@@ -202,20 +206,110 @@ def run(
                 checkpoint_score_attribute=spec.metric.name,
                 checkpoint_score_order=spec.metric.mode,
             ),
-            failure_config=tune.FailureConfig(max_failures=0),
+            failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
             verbose=0,
             callbacks=callbacks,
         ),
     )
-    grid = tuner.fit()
-    errored = sum(1 for r in grid if r.error is not None)
+    return _finish(spec, path, tuner.fit())
 
+
+def _callbacks(spec: SweepSpec, path: Path, sweep_id: str, verbose: int) -> list[Any]:
+    callbacks = [_progress_callback(spec)] if verbose else []
+    if spec.mlflow is not None and spec.mlflow.live:
+        from rlsweep.analysis._live import live_logger
+
+        callbacks.append(live_logger(spec, path, sweep_id))
+    return callbacks
+
+
+def _finish(spec: SweepSpec, path: Path, grid: Any) -> SweepResult:
+    from rlsweep.analysis import load
+
+    errored = sum(1 for r in grid if r.error is not None)
     sweep = load(path)
     best = sweep.best() if sweep.has_results() else None
-    run_id = None
+    run_id, export_error = None, None
     if spec.mlflow is not None and spec.mlflow.export:
-        run_id = sweep.to_mlflow()
-    return SweepResult(path=path, best=best, mlflow_run_id=run_id, errored_trials=errored)
+        from rlsweep.analysis._mlflow import ExportError
+
+        try:
+            run_id = sweep.to_mlflow()
+        except ExportError as exc:
+            # The sweep's results are on disk; a failed export must not hide them.
+            export_error = str(exc)
+            log.warning("%s", exc)
+    return SweepResult(path=path, best=best, mlflow_run_id=run_id, errored_trials=errored, export_error=export_error)
+
+
+def _flatten(document: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(document, dict) and document:
+        flat: dict[str, Any] = {}
+        for key, value in document.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix.rstrip("."): document}
+
+
+def spec_differences(ran: Any, now: Any) -> list[str]:
+    """Every spec path whose value differs between two spec documents, as ``path: old -> new``."""
+    before, after = _flatten(json.loads(json.dumps(ran, default=str))), _flatten(json.loads(json.dumps(now, default=str)))
+    lines = []
+    for key in sorted(set(before) | set(after)):
+        if key not in after:
+            lines.append(f"{key}: {before[key]!r} -> (removed)")
+        elif key not in before:
+            lines.append(f"{key}: (absent) -> {after[key]!r}")
+        elif before[key] != after[key]:
+            lines.append(f"{key}: {before[key]!r} -> {after[key]!r}")
+    return lines
+
+
+def resume(path: str | Path, *, spec_path: str | Path | None = None, address: str | None = None) -> SweepResult:
+    """Continue an interrupted sweep (its driver killed, the machine rebooted): finished and failed trials
+    are kept as they are, unfinished ones continue from their latest checkpoint with their env-step
+    counts, and the searcher continues from its saved state.
+
+    Args:
+        path: The experiment directory.
+        spec_path: The spec file the user means to resume with; refused if it differs from the one that ran.
+        address: Join this Ray cluster instead of starting a local runtime.
+
+    Raises:
+        SpecError: the spec was edited since the sweep started (the differences are listed), or the
+            directory is not a resumable rlsweep experiment.
+    """
+    from ray import tune
+
+    from rlsweep.spec import read_document
+    from rlsweep.validate import load_spec
+
+    root = Path(path).expanduser().resolve()
+    info = read_sweep_info(root)
+    ran = info.get("spec")
+    now = read_document(root / SPEC_FILE)
+    problems = []
+    if ran is not None:
+        for where, document in ((root / SPEC_FILE, now), (spec_path, read_document(Path(spec_path)) if spec_path else None)):
+            if document is not None and (changes := spec_differences(ran, document)):
+                problems += [Problem("spec", f"{where} differs from the spec this sweep ran with: {c}") for c in changes]
+    if problems:
+        problems.append(Problem("spec", "a resumed sweep must run the spec it started with; start a new sweep to change it"))
+        raise SpecError(problems)
+    if not list(root.glob("experiment_state-*.json")):
+        raise SpecError(f"{root}: no Tune experiment state to resume from (the sweep never started a trial)", "DIR")
+    spec = load_spec(ran if ran is not None else now, preflight=False)
+    ensure_ray(spec, address)
+    # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
+    tuner = tune.Tuner.restore(
+        str(root),
+        trainable=make_trainable(spec),
+        resume_unfinished=True,
+        resume_errored=False,
+        restart_errored=False,
+        param_space=None,
+    )
+    return _finish(spec, root, tuner.fit())
 
 
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ on another machine, and while a sweep is still writing.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +21,8 @@ from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
 from rlsweep.spec import SweepSpec, parse_spec, read_document
 from rlsweep.sweep import SPEC_FILE, read_sweep_info
 from rlsweep.trainables._trainable import CHECKPOINT_META
+
+log = logging.getLogger("rlsweep")
 
 #: Tune's trial states, as rlsweep reports them.
 TERMINATED, ERROR, RUNNING, PENDING, PAUSED = "TERMINATED", "ERROR", "RUNNING", "PENDING", "PAUSED"
@@ -46,6 +49,10 @@ class Trial:
     state: str
     error: str | None = None
     checkpoints: tuple[CheckpointRecord, ...] = ()
+    #: Every row in the order Tune appended it, redone iterations included (``rows`` counts them once).
+    raw_rows: tuple[Mapping[str, Any], ...] = ()
+    #: How many times the trial failed (and, while retries were left, restarted from its checkpoint).
+    failures: int = 0
 
     def values(self, metric: str) -> list[float]:
         return [float(r[metric]) if _finite(r.get(metric)) else math.nan for r in self.rows]
@@ -92,28 +99,51 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    rows = []
+def _read_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The result rows of one trial, and how many lines could not be read. A line cut off by a crash or
+    garbled on disk is skipped; the rows before and after it still count."""
+    rows: list[dict[str, Any]] = []
+    bad = 0
     try:
-        text = path.read_text()
+        text = path.read_text(errors="replace")
     except OSError:
-        return rows
+        return rows, bad
     for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except ValueError:
-            # A line being written right now, or cut off by a crash: the rows before it still count.
-            break
-    return rows
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
 
 
-def _trial_states(root: Path) -> dict[str, tuple[str, str | None]]:
-    """trial_id -> (status, error) from the newest Tune experiment state file, if one exists."""
-    states: dict[str, tuple[str, str | None]] = {}
-    files = sorted(root.glob("experiment_state-*.json"), key=lambda p: p.stat().st_mtime)
+def one_timeline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A trial's rows with the work redone after a restore counted once: outside PBT a trial's env steps
+    only grow, so a row at or below an earlier one means the trial went back to a checkpoint (a resumed
+    sweep, a retried failure), and the rows it redid replace the ones from before."""
+    kept: list[dict[str, Any]] = []
+    for row in rows:
+        steps = row.get("env_steps")
+        if isinstance(steps, (int, float)):
+            while kept and isinstance(kept[-1].get("env_steps"), (int, float)) and kept[-1]["env_steps"] >= steps:
+                kept.pop()
+        kept.append(row)
+    return kept
+
+
+def _trial_states(root: Path) -> dict[str, tuple[str, str | None, int]]:
+    """trial_id -> (status, error file, failures so far) from the newest Tune experiment state file."""
+    states: dict[str, tuple[str, str | None, int]] = {}
+    # Named by the start time of each run of the sweep (a resume adds one); Tune may touch an older one
+    # later, so the name orders them, not the modification time.
+    files = sorted(root.glob("experiment_state-*.json"), key=lambda p: p.name)
     if not files:
         return states
     try:
@@ -130,7 +160,8 @@ def _trial_states(root: Path) -> dict[str, tuple[str, str | None]]:
         if not trial_id:
             continue
         error = runtime.get("error_filename") or None
-        states[trial_id] = (trial_json.get("status", PENDING), error)
+        failures = runtime.get("num_failures", 0)
+        states[trial_id] = (trial_json.get("status", PENDING), error, int(failures) if isinstance(failures, int) else 0)
     return states
 
 
@@ -193,6 +224,7 @@ class Sweep:
             record[f"{metric}_best"] = (max(values) if mode == "max" else min(values)) if values else math.nan
             record["env_steps"] = int(trial.rows[-1].get("env_steps", 0)) if trial.rows else 0
             record["iterations"] = len(trial.rows)
+            record["failures"] = trial.failures
             record["error"] = trial.error
             records.append(record)
         return pd.DataFrame.from_records(records)
@@ -371,8 +403,13 @@ def load(path: str | Path) -> Sweep:
 
     states = _trial_states(root)
     trials = []
+    # PBT/PB2 trials legitimately continue from another trial's (lower or higher) env-step count.
+    exploits = spec.scheduler.name in ("pbt", "pb2")
     for trial_dir in _iter_trial_dirs(root):
-        rows = _read_rows(trial_dir / "result.json")
+        raw, bad = _read_rows(trial_dir / "result.json")
+        if bad:
+            log.warning("%s: skipped %d unreadable line(s) of result.json", trial_dir.name, bad)
+        rows = raw if exploits else one_timeline(raw)
         # The config in force at the last result: PBT/PB2 change it during the trial (params.json keeps
         # the first one).
         config = rows[-1].get("config") if rows else None
@@ -382,12 +419,15 @@ def load(path: str | Path) -> Sweep:
             except (OSError, ValueError):
                 config = {}
         trial_id = str(rows[0]["trial_id"]) if rows and "trial_id" in rows[0] else _trial_id_from_dirname(trial_dir.name)
-        status, error_file = states.get(trial_id, (None, None))
+        status, _, failures = states.get(trial_id, (None, None, 0))
         error_text = None
         error_path = trial_dir / "error.txt"
         if error_path.exists():
-            error_text = error_path.read_text().strip()
-            status = status or ERROR
+            # Tune appends every failure; one the trial recovered from (a retry) is not its error.
+            if status in (None, ERROR):
+                error_text = error_path.read_text(errors="replace").strip()
+                status = status or ERROR
+            failures = max(failures, error_path.read_text(errors="replace").count("Failure # "))
         if status is None:
             done = bool(rows) and (rows[-1].get("done") or rows[-1].get("env_steps", 0) >= spec.budget.env_steps)
             status = TERMINATED if done else RUNNING if rows else PENDING
@@ -397,8 +437,10 @@ def load(path: str | Path) -> Sweep:
                 path=trial_dir,
                 config=config,
                 rows=tuple(rows),
+                raw_rows=tuple(raw),
                 state=status,
                 error=error_text,
+                failures=failures,
                 checkpoints=_read_checkpoints(trial_dir),
             )
         )

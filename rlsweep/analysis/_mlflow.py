@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from rlsweep.errors import SweepError
 from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
 
 if TYPE_CHECKING:
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
 
     from rlsweep.analysis._load import Sweep
     from rlsweep.spec import SweepSpec
+
+class ExportError(SweepError):
+    """An MLflow export that stopped part-way; rerunning it completes the job."""
+
 
 SWEEP_TAG = "rlsweep.sweep_id"
 TRIAL_TAG = "rlsweep.trial_id"
@@ -220,13 +225,30 @@ def _trial_start_ms(trial: Any) -> int | None:
 
 
 def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
-    """Log ``sweep`` to MLflow; calling it again adds only what is new. Returns the parent run id."""
-    from mlflow import MlflowClient
+    """Log ``sweep`` to MLflow; calling it again adds only what is new. Returns the parent run id.
 
+    Raises:
+        ExportError: MLflow failed part-way (a server down, a full disk); what was written stays, and
+            running the export again completes it.
+    """
     settings = sweep.spec.mlflow
     uri = tracking_uri or (settings.tracking_uri if settings else "sqlite:///mlflow.db")
+    progress = {"trials": 0}
+    try:
+        return _export(sweep, uri, experiment or (settings.experiment if settings else "rlsweep"), progress)
+    except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and SQLAlchemy's errors alike
+        raise ExportError(
+            f"MLflow export to {uri} stopped after {progress['trials']} of {len(sweep.trials)} trials: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Nothing in {sweep.path} is lost; "
+            f"run `rlsweep export {sweep.path}` again to complete it"
+        ) from exc
+
+
+def _export(sweep: Sweep, uri: str, experiment_name: str, progress: dict[str, int]) -> str:
+    from mlflow import MlflowClient
+
     client = MlflowClient(tracking_uri=uri)
-    experiment_ = experiment_id(client, experiment or (settings.experiment if settings else "rlsweep"))
+    experiment_ = experiment_id(client, experiment_name)
     sweep_id, spec = sweep.sweep_id, sweep.spec
     parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path)
     children = child_runs(client, experiment_, sweep_id)
@@ -244,8 +266,10 @@ def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | N
         else:
             run_id, current = run.info.run_id, run.info.status
             done = int(run.data.tags.get(ROWS_TAG, 0))
-        if params or len(trial.rows) > done:
-            log_rows(client, run_id, trial.rows[done:], len(trial.rows), params)
+        # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
+        raw = trial.raw_rows or trial.rows
+        if params or len(raw) > done:
+            log_rows(client, run_id, raw[done:], len(raw), params)
         if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
             client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
         status = _STATUS.get(trial.state)
@@ -254,6 +278,7 @@ def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | N
             client.set_terminated(run_id, status=status, end_time=end or None)
         if status is None:
             all_finished = False
+        progress["trials"] += 1
 
     if sweep.has_results():
         _log_best(client, parent_id, sweep)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import tempfile
 import time
@@ -25,6 +26,33 @@ if TYPE_CHECKING:
 
 #: Written into every checkpoint: the metrics at the time it was taken, so the best one can be chosen.
 CHECKPOINT_META = "rlsweep_checkpoint.json"
+
+#: Without ``checkpoint.every_env_steps``, a trial checkpoints this many times over its budget, so a
+#: retried failure or a resumed sweep loses at most a tenth of a trial's work.
+DEFAULT_CHECKPOINTS_PER_TRIAL = 10
+
+
+class NonFiniteLossError(RuntimeError):
+    """A learner reported a NaN or infinite loss: the trial fails, and Tune retries it from its latest
+    checkpoint (``failure.max_retries``)."""
+
+
+def _non_finite_losses(result: Mapping[str, Any]) -> list[str]:
+    learners = result.get("learners")
+    if not isinstance(learners, Mapping):
+        return []
+    bad = []
+    for module, values in learners.items():
+        if not isinstance(values, Mapping):
+            continue
+        for key, value in values.items():
+            if key.endswith("loss") and isinstance(value, (int, float)) and not math.isfinite(value):
+                bad.append(f"{module}/{key}={value}")
+    return bad
+
+
+def checkpoint_interval(spec: SweepSpec) -> int:
+    return spec.checkpoint.every_env_steps or max(1, spec.budget.env_steps // DEFAULT_CHECKPOINTS_PER_TRIAL)
 
 
 def _limit_torch_threads() -> None:
@@ -69,11 +97,14 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
 
     from rlsweep.schedulers import SCHEDULERS
 
+    import ray
+
     _limit_torch_threads()
+    node_id = ray.get_runtime_context().get_node_id()
     algo = build_config(spec, sampled).build_algo()
     normalizer = MetricNormalizer()
     timer = PhaseTimer(algo)
-    every = spec.checkpoint.every_env_steps or spec.budget.env_steps
+    every = checkpoint_interval(spec)
     # The reports at which the scheduler acts on the trial's latest checkpoint (PBT copies it, HyperBand
     # pauses and later resumes from it): those must carry a fresh checkpoint.
     rule = SCHEDULERS[spec.scheduler.name].checkpoint_rule(spec)
@@ -112,6 +143,11 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
             with timer.iteration():
                 result = algo.train()
             env_steps = lifetime_env_steps(result)
+            if losses := _non_finite_losses(result):
+                raise NonFiniteLossError(
+                    f"non-finite loss at {env_steps} env steps: {', '.join(losses)}; the trial is retried from its "
+                    f"latest checkpoint up to failure.max_retries={spec.failure.max_retries} times"
+                )
             done = env_steps >= spec.budget.env_steps
             eval_time = 0.0
             if evaluation and (env_steps >= next_eval or done):
@@ -123,7 +159,7 @@ def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
                 metrics["eval_time_s"] = eval_time
             metrics["peak_memory_mb"] = trial_peak_memory_mb(algo)
             metrics["time_total_s"] = result.get("time_total_s", 0.0)
-            reported = {**metrics, **hyperparams, **rllib_section(result)}
+            reported = {**metrics, **hyperparams, **rllib_section(result), "node_id": node_id}
             if first:
                 _check_reported_keys(spec, reported)
                 first = False

@@ -275,14 +275,17 @@ class Sweep:
         return ranked[0]
 
     def ranked(self, rule: str = "avg-last-3") -> list[Best]:
-        """Every trial that reported the metric, best first under ``rule``, each with its best checkpoint.
+        """Every trial that reported the metric and did not end in an error, best first under ``rule``, each
+        with its best checkpoint.
 
         Under ``eval``, only the re-evaluated candidates, ranked by their greedy return on fresh seeds."""
         if rule == "eval":
             return self._ranked_by_evaluation()
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
-        for trial in self.trials:
+        # A trial that ended in an error (out of retries, a NaN loss) is no candidate: its last
+        # checkpoint may hold the diverged weights.
+        for trial in (t for t in self.trials if t.state != ERROR):
             values = trial.values(metric)
             score = self._score(values, len(values) - 1, rule) if values else math.nan
             if not math.isnan(score):

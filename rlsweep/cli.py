@@ -94,20 +94,15 @@ def _report(result: Any, spec: Any) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from rlsweep.sweep import read_sweep_info, resume
+    from rlsweep import load_spec
+    from rlsweep.sweep import SPEC_FILE, read_sweep_info, resume
 
     try:
         read_sweep_info(Path(args.dir).expanduser().resolve())
     except RlsweepError as exc:
         raise SpecError(str(exc), "DIR") from None
     result = resume(args.dir, spec_path=args.spec, address=args.address)
-    return _report(result, load_spec_of(result.path))
-
-
-def load_spec_of(path: Any) -> Any:
-    from rlsweep.analysis import load
-
-    return load(path).spec
+    return _report(result, load_spec(result.path / SPEC_FILE, preflight=False))
 
 
 def _load(directory: str) -> Any:

@@ -8,6 +8,7 @@ This module knows the schema and its defaults. It does not import Ray: what need
 from __future__ import annotations
 
 import copy
+import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,8 +93,6 @@ class PolicySetup:
         return tuple(dict.fromkeys(policy for _, policy in self.rules))
 
     def policy_for(self, agent_id: Any) -> str | None:
-        import fnmatch
-
         for pattern, policy in self.rules:
             if fnmatch.fnmatchcase(str(agent_id), pattern):
                 return policy

@@ -21,12 +21,12 @@ from rlsweep.analysis._mlflow import (
     child_runs,
     create_child,
     experiment_id,
+    exported,
     log_rows,
     param_entities,
     parent_run,
     trial_params,
 )
-from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -59,7 +59,7 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             self._thread.start()
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-            keep = {k: v for k, v in result.items() if k in NORMALIZED_METRICS or k.startswith(HP_PREFIX) or k == "timestamp"}
+            keep = {k: v for k, v in result.items() if exported(k) or k == "timestamp"}
             self._queue.put((trial.trial_id, dict(trial.config), trial.path, keep))
 
         def on_experiment_end(self, trials: list, **info: Any) -> None:

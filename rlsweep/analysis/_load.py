@@ -426,11 +426,12 @@ def load(path: str | Path) -> Sweep:
         error_text = None
         error_path = trial_dir / "error.txt"
         if error_path.exists():
+            errors = error_path.read_text(errors="replace")
             # Tune appends every failure; one the trial recovered from (a retry) is not its error.
             if status in (None, ERROR):
-                error_text = error_path.read_text(errors="replace").strip()
+                error_text = errors.strip()
                 status = status or ERROR
-            failures = max(failures, error_path.read_text(errors="replace").count("Failure # "))
+            failures = max(failures, errors.count("Failure # "))
         if status is None:
             done = bool(rows) and (rows[-1].get("done") or rows[-1].get("env_steps", 0) >= spec.budget.env_steps)
             status = TERMINATED if done else RUNNING if rows else PENDING

@@ -65,18 +65,21 @@ def param_entities(params: Mapping[str, Any]) -> list[Any]:
     return [Param(str(k)[:MAX_PARAM_KEY], _param_value(v)) for k, v in params.items()]
 
 
+def exported(key: str) -> bool:
+    """Whether a result key becomes an MLflow metric: the normalized metrics and ``hp/...`` (PBT's
+    hyperparameters change per row, and params cannot)."""
+    return key in NORMALIZED_METRICS or key.startswith(HP_PREFIX)
+
+
 def row_metrics(row: Mapping[str, Any]) -> list[Any]:
-    """The MLflow metrics of one result row: the normalized metrics and ``hp/...`` (PBT's hyperparameters
-    change per row, and params cannot), each at step = env steps."""
+    """The MLflow metrics of one result row, each at step = env steps."""
     from mlflow.entities import Metric
 
     step = int(row.get("env_steps", 0))
     timestamp = int(float(row.get("timestamp", 0)) * 1000)
-    names: Iterable[str] = [*NORMALIZED_METRICS, *(k for k in row if k.startswith(HP_PREFIX))]
     metrics = []
-    for name in names:
-        value = row.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+    for name, value in row.items():
+        if exported(name) and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             metrics.append(Metric(name, float(value), timestamp, step))
     return metrics
 

@@ -154,7 +154,8 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
     """The trial's ``AlgorithmConfig``: env, rlsweep's defaults, ``config``, then the sampled values."""
     # RLlib warns on every config that the new API stack is its default; rlsweep always uses it.
     logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
-    config_logger = logging.getLogger(type(algorithm_class(spec.algorithm).get_default_config()).__module__)
+    # The notice comes from the algorithm's module (sac.py, dqn.py), where its config class lives too.
+    config_logger = logging.getLogger(algorithm_class(spec.algorithm).__module__)
     if _NEW_STACK_NOTICE not in config_logger.filters:
         config_logger.addFilter(_NEW_STACK_NOTICE)
     config = algorithm_class(spec.algorithm).get_default_config()

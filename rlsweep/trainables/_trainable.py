@@ -93,11 +93,10 @@ def _evaluate(algo: Any) -> tuple[dict[str, Any], float]:
 
 def train(sampled: dict[str, Any], spec: SweepSpec) -> None:
     """Tune function trainable. ``sampled`` is the trial's draw, keyed by spec parameter paths."""
+    import ray
     from ray import tune
 
     from rlsweep.schedulers import SCHEDULERS
-
-    import ray
 
     _limit_torch_threads()
     node_id = ray.get_runtime_context().get_node_id()

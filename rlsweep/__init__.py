@@ -4,42 +4,64 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlsweep.errors import IncompatibleError, Problem, RlsweepError, SpecError, SweepError
+from rlsweep.errors import (
+    ExportError,
+    IncompatibleError,
+    NonFiniteLossError,
+    Problem,
+    RlsweepError,
+    SpecError,
+    SweepError,
+    TrialError,
+    UsageError,
+)
 from rlsweep.spec import SweepSpec
 from rlsweep.validate import load_spec
 
 if TYPE_CHECKING:
+    from rlsweep.api import SweepResult
     from rlsweep.policy import Policy
-    from rlsweep.sweep import SweepResult
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ExportError",
     "IncompatibleError",
+    "NonFiniteLossError",
     "Problem",
     "RlsweepError",
     "SpecError",
     "SweepError",
     "SweepSpec",
+    "TrialError",
+    "UsageError",
     "load_policy",
     "load_spec",
     "resume",
     "run",
     "sample",
+    "schema",
     "__version__",
 ]
 
 
 def run(spec: SweepSpec, **kwargs: Any) -> SweepResult:
-    """Run a sweep; see :func:`rlsweep.sweep.run`."""
-    from rlsweep.sweep import run as _run
+    """Run a sweep, pick its best trial and log it to MLflow; see :func:`rlsweep.api.run`."""
+    from rlsweep.api import run as _run
 
     return _run(spec, **kwargs)
 
 
+def resume(path: Any, **kwargs: Any) -> SweepResult:
+    """Continue an interrupted sweep; see :func:`rlsweep.api.resume`."""
+    from rlsweep.api import resume as _resume
+
+    return _resume(path, **kwargs)
+
+
 def sample(spec: SweepSpec, n: int, **kwargs: Any) -> list[dict[str, Any]]:
-    """The first ``n`` configs the searcher would try; see :func:`rlsweep.sweep.sample`."""
-    from rlsweep.sweep import sample as _sample
+    """The first ``n`` configs the searcher would try; see :func:`rlsweep.api.sample`."""
+    from rlsweep.api import sample as _sample
 
     return _sample(spec, n, **kwargs)
 
@@ -51,8 +73,8 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
     return _load_policy(checkpoint, policy_id)
 
 
-def resume(path: Any, **kwargs: Any) -> SweepResult:
-    """Continue an interrupted sweep; see :func:`rlsweep.sweep.resume`."""
-    from rlsweep.sweep import resume as _resume
+def schema() -> dict[str, Any]:
+    """The JSON Schema of a spec document (``rlsweep schema``), searcher and scheduler options included."""
+    from rlsweep.schedulers import spec_json_schema
 
-    return _resume(path, **kwargs)
+    return spec_json_schema()

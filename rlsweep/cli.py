@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlsweep.errors import RlsweepError, SpecError
+from rlsweep.errors import RlsweepError, SpecError, SweepError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
 
@@ -58,7 +58,7 @@ def _sample(args: argparse.Namespace) -> int:
     from rlsweep import load_spec, sample
 
     if args.n < 1:
-        raise SpecError(f"must be >= 1, got {args.n}", "-n")
+        raise UsageError(f"must be >= 1, got {args.n}", "-n")
     spec = load_spec(args.spec, args.set, preflight=False)
     configs = sample(spec, args.n, searcher=args.searcher)
     if args.json:
@@ -71,14 +71,14 @@ def _sample(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from rlsweep import load_spec
-    from rlsweep.sweep import run
+    from rlsweep.api import run
 
     spec = load_spec(args.spec, args.set)
     result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1)
-    return _report(result, spec)
+    return _report(result, spec.mlflow)
 
 
-def _report(result: Any, spec: Any) -> int:
+def _report(result: Any, mlflow: Any) -> int:
     print(f"\nexperiment:  {result.path}")
     if result.errored_trials:
         print(f"failed trials: {result.errored_trials} (see `rlsweep status {result.path}`)")
@@ -88,36 +88,44 @@ def _report(result: Any, spec: Any) -> int:
     _print_best(result.best)
     if result.export_error:
         print(f"mlflow export failed: {result.export_error}", file=sys.stderr)
-    if result.mlflow_run_id and spec.mlflow is not None:
-        print(f"mlflow:      {spec.mlflow.tracking_uri} experiment {spec.mlflow.experiment!r}, run {result.mlflow_run_id}")
+    if result.mlflow_run_id and mlflow is not None:
+        print(f"mlflow:      {mlflow.tracking_uri} experiment {mlflow.experiment!r}, run {result.mlflow_run_id}")
     return EXIT_OK
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from rlsweep import load_spec
-    from rlsweep.sweep import SPEC_FILE, read_sweep_info, resume
+    from rlsweep import store
+    from rlsweep.api import resume
 
+    root = Path(args.dir).expanduser().resolve()
     try:
-        read_sweep_info(Path(args.dir).expanduser().resolve())
-    except RlsweepError as exc:
-        raise SpecError(str(exc), "DIR") from None
-    result = resume(args.dir, spec_path=args.spec, address=args.address)
-    return _report(result, load_spec(result.path / SPEC_FILE, preflight=False))
+        store.read_sweep_info(root)
+    except SweepError as exc:
+        raise UsageError(str(exc).removeprefix(f"{root}: "), "DIR") from None
+    if not store.has_tune_state(root):
+        raise UsageError("no Tune experiment state to resume from (the sweep never started a trial)", "DIR")
+    result = resume(root, spec_path=args.spec, address=args.address)
+    return _report(result, _load(str(result.path)).spec.mlflow)
 
 
 def _load(directory: str) -> Any:
     """An experiment directory named on the command line; a wrong one is invalid input (exit 2)."""
     from rlsweep.analysis import load
-    from rlsweep.errors import SweepError
 
     try:
         return load(directory)
     except SweepError as exc:
-        raise SpecError(str(exc).removeprefix(f"{directory}: "), "DIR") from None
+        raise UsageError(str(exc).removeprefix(f"{Path(directory).expanduser().resolve()}: "), "DIR") from None
+
+
+def _rule(text: str) -> Any:
+    from rlsweep.analysis import SelectionRule
+
+    return SelectionRule.parse(text)
 
 
 def _best(args: argparse.Namespace) -> int:
-    best = _load(args.dir).best(rule=args.rule)
+    best = _load(args.dir).best(rule=_rule(args.rule))
     if args.json:
         print(json.dumps(_json_safe(best.to_dict())))
     else:
@@ -149,18 +157,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     if args.top < 1:
-        raise SpecError(f"must be >= 1, got {args.top}", "--top")
+        raise UsageError(f"must be >= 1, got {args.top}", "--top")
     if args.episodes < 1:
-        raise SpecError(f"must be >= 1, got {args.episodes}", "--episodes")
+        raise UsageError(f"must be >= 1, got {args.episodes}", "--episodes")
+    rule = _rule(args.rule)
     sweep = _load(args.dir)
-    table = sweep.evaluate(args.top, episodes=args.episodes, seeds=args.seeds, rule=args.rule)
+    table = sweep.evaluate(args.top, episodes=args.episodes, seeds=args.seeds, rule=rule)
     if args.json:
         print(table.to_json(orient="records"))
         return EXIT_OK
     if table.empty:
         print("no checkpoint to evaluate", file=sys.stderr)
         return EXIT_ERROR
-    print(f"top {args.top} trials by {sweep.spec.metric.name} ({args.rule}), their best checkpoints, "
+    print(f"top {args.top} trials by {sweep.spec.metric.name} ({rule}), their best checkpoints, "
           f"{args.episodes} greedy episodes on each of seeds {list(args.seeds)}:")
     shown = table.drop(columns=["checkpoint"])
     with pd.option_context("display.max_columns", None, "display.width", 200, "display.float_format", "{:.4g}".format):
@@ -179,6 +188,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _ui(args: argparse.Namespace) -> int:
     from rlsweep.analysis._ui import experiment_url, start_server
+    from rlsweep.spec import DEFAULT_TRACKING_URI
 
     experiment = args.experiment
     uri = args.tracking_uri
@@ -187,7 +197,7 @@ def _ui(args: argparse.Namespace) -> int:
         if spec.mlflow is not None:
             uri = uri or spec.mlflow.tracking_uri
             experiment = experiment or spec.mlflow.experiment
-    uri = uri or "sqlite:///mlflow.db"
+    uri = uri or DEFAULT_TRACKING_URI
     if uri.startswith(("http://", "https://")):
         print(f"{uri} is already an MLflow server: open it in a browser")
         return EXIT_OK
@@ -202,9 +212,17 @@ def _ui(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from rlsweep import schema
+
+    print(json.dumps(schema(), indent=2 if args.indent else None))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from rlsweep.analysis._load import DEFAULT_EVAL_SEEDS, RULE_HELP
-    from rlsweep.schedulers import SEARCHERS
+    from rlsweep.analysis import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP
+    from rlsweep.search_spaces import SEARCHERS
+    from rlsweep.spec import DEFAULT_TRACKING_URI
 
     parser = _Parser(prog="rlsweep", description="Hyperparameter sweeps of RLlib agents on Ray Tune.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -217,6 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec")
     with_set(p)
     p.set_defaults(handler=_validate)
+
+    p = commands.add_parser("schema", help="print the JSON Schema of a spec (for an editor to complete and check specs)")
+    p.add_argument("--indent", action="store_true", help="pretty-print")
+    p.set_defaults(handler=_schema)
 
     p = commands.add_parser("sample", help="dry run: the first N configs the searcher would try")
     p.add_argument("spec")
@@ -247,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("best", help="the best trial: config, metric value, checkpoint")
     p.add_argument("dir")
-    p.add_argument("--rule", default="avg-last-3", help=RULE_HELP)
+    p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_best)
 
@@ -256,13 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=3, help="how many trials, best first under --rule (default 3)")
     p.add_argument("--episodes", type=int, default=10, help="episodes per seed (default 10)")
     p.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_EVAL_SEEDS), help="env seeds")
-    p.add_argument("--rule", default="avg-last-3", help=RULE_HELP)
+    p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_evaluate)
 
     p = commands.add_parser("ui", help="start the MLflow UI for a sweep's store on 127.0.0.1 and print its address")
     p.add_argument("dir", nargs="?", help="an experiment directory: use its spec's tracking URI and experiment")
-    p.add_argument("--tracking-uri", help="the store (default: the spec's, else sqlite:///mlflow.db)")
+    p.add_argument("--tracking-uri", help=f"the store (default: the spec's, else {DEFAULT_TRACKING_URI})")
     p.add_argument("--experiment", help="open this experiment's runs page")
     p.add_argument("--port", type=int, help="default: a free port")
     p.set_defaults(handler=_ui)
@@ -282,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as exc:
         for problem in exc.problems:
             print(str(problem), file=sys.stderr)
+        return EXIT_INVALID
+    except UsageError as exc:
+        print(str(exc), file=sys.stderr)
         return EXIT_INVALID
     except RlsweepError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,7 +1,16 @@
-"""The exception hierarchy of rlsweep.
+"""The one exception hierarchy of rlsweep.
 
-Every error a user can cause by what they wrote derives from :class:`RlsweepError`. Errors about the spec
-carry each problem with its location in the document, so all of them can be fixed in one go.
+Every error rlsweep raises on purpose derives from :class:`RlsweepError`:
+
+- :class:`SpecError`: something in a spec is wrong; carries every :class:`Problem` found, each with its
+  location in the document, so all of them can be fixed in one go. :class:`IncompatibleError` is the kind
+  where each part is valid but they cannot be used together (a searcher that cannot express a domain, a
+  trial larger than the cluster it is run on).
+- :class:`UsageError`: a bad command-line argument or a path that is not what it should be (not a spec
+  problem; the CLI exits 2 for it as for a spec error).
+- :class:`SweepError`: a sweep could not be run, resumed or read; :class:`ExportError` an MLflow export
+  that stopped part-way.
+- :class:`TrialError`: raised inside a trial; :class:`NonFiniteLossError` a loss that went NaN or infinite.
 """
 
 from __future__ import annotations
@@ -31,10 +40,7 @@ class Problem:
 
 
 class SpecError(RlsweepError, ValueError):
-    """A spec (or a command-line argument standing for part of one) is invalid.
-
-    Holds every problem found, so a user sees them all at once.
-    """
+    """A spec is invalid. Holds every problem found, so a user sees them all at once."""
 
     def __init__(self, problems: Iterable[Problem] | str, path: str = "") -> None:
         if isinstance(problems, str):
@@ -44,29 +50,47 @@ class SpecError(RlsweepError, ValueError):
 
 
 class IncompatibleError(SpecError):
-    """Parts of a spec that are each valid cannot be used together (a searcher that cannot express a
-    domain, a scheduler that needs another searcher)."""
+    """Parts that are each valid cannot be used together: a searcher or scheduler that cannot express a
+    domain exactly, a searcher and scheduler that do not pair, a trial larger than the Ray cluster."""
+
+
+class UsageError(RlsweepError, ValueError):
+    """A command-line argument or a path given to a command is wrong (exit 2, like a spec error).
+
+    Attributes:
+        argument: The argument as the user wrote it (``--rule``, ``DIR``).
+    """
+
+    def __init__(self, message: str, argument: str = "") -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {message}" if argument else message)
 
 
 class SweepError(RlsweepError):
     """A sweep could not be run, resumed or read (not the user's spec: the experiment directory, Ray)."""
 
 
-class ProblemCollector:
-    """Collects problems while a document is checked, then raises them together."""
+class ExportError(SweepError):
+    """An MLflow export that stopped part-way; what it wrote stays, and rerunning it completes the job."""
 
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
 
-    def add(self, path: str, message: str) -> None:
-        self.problems.append(Problem(path, message))
+class TrialError(RlsweepError):
+    """Raised inside a trial: Tune records it in the trial's ``error.txt`` and retries from a checkpoint
+    while ``failure.max_retries`` allows."""
 
-    def extend(self, problems: Iterable[Problem]) -> None:
-        self.problems.extend(problems)
 
-    def __bool__(self) -> bool:
-        return bool(self.problems)
+class NonFiniteLossError(TrialError):
+    """A learner reported a NaN or infinite loss."""
 
-    def raise_if_any(self, error: type[SpecError] = SpecError) -> None:
-        if self.problems:
-            raise error(self.problems)
+
+__all__ = [
+    "ExportError",
+    "IncompatibleError",
+    "NonFiniteLossError",
+    "Problem",
+    "RlsweepError",
+    "SpecError",
+    "SweepError",
+    "TrialError",
+    "UsageError",
+]

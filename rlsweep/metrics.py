@@ -1,10 +1,18 @@
-"""rlsweep's normalized metric names: the stable names users write in ``metric``, ``stop`` and read back.
+"""The result row: the one schema every trial reports, and every reader (the analysis tables, the live
+logger, the MLflow export, the schedulers' clock) reads.
 
-The mapping from RLlib's result keys to these names lives in :mod:`rlsweep.trainables._metrics`; this
-module holds only the names, so the spec can be checked without importing Ray.
+A row holds rlsweep's normalized metrics (the stable names users write in ``metric`` and ``stop``), the
+hyperparameters read back from the running learner (``hp/<spec path>``), RLlib's own numeric keys
+(``rllib/<key>``) and the node the trial ran on. The mapping from RLlib's result keys to the normalized
+names lives in :mod:`rlsweep.trainables._metrics`; this module imports no Ray, so the spec, the store and
+the export can use it.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
 
 #: name -> what it means. Every trial reports each of these (:data:`EVALUATION_METRICS` only with ``evaluation``).
 NORMALIZED_METRICS: dict[str, str] = {
@@ -28,11 +36,60 @@ NORMALIZED_METRICS: dict[str, str] = {
 #: Reported only when the spec has an ``evaluation`` section.
 EVALUATION_METRICS = ("eval_return_mean", "eval_time_s")
 
-#: Metrics whose "better" is unambiguous, for the checks on ``metric.mode``.
-HIGHER_IS_BETTER = {"return_mean", "return_min", "return_max", "eval_return_mean"}
+#: The row's clock: lifetime env steps. Budgets, scheduler time, checkpoints and MLflow steps use it.
+ENV_STEPS = "env_steps"
+
+#: The parts of an iteration's wall time; :data:`TIMING_TOTAL` is their sum.
+TIMING_PARTS = ("sample_time_s", "learn_time_s", "other_time_s")
+TIMING_TOTAL = "iteration_time_s"
 
 #: Prefix under which RLlib's own (flattened) result keys are reported beside the normalized ones.
 RLLIB_PREFIX = "rllib/"
 
 #: Hyperparameters read back from the running algorithm are reported as ``hp/<spec path>``.
 HP_PREFIX = "hp/"
+
+#: The Ray node a row was computed on (a string, never exported as a metric).
+NODE_ID = "node_id"
+
+
+def row(
+    normalized: Mapping[str, Any],
+    *,
+    hyperparams: Mapping[str, float],
+    rllib: Mapping[str, Any],
+    node_id: str,
+) -> dict[str, Any]:
+    """One reported row; the normalized metrics win over an RLlib key of the same name."""
+    return {**normalized, **{HP_PREFIX + path: value for path, value in hyperparams.items()},
+            **{RLLIB_PREFIX + key: value for key, value in rllib.items()}, NODE_ID: node_id}
+
+
+def metric_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a metric a user writes in ``metric`` or ``stop``, or None."""
+    if name in NORMALIZED_METRICS or name.startswith(RLLIB_PREFIX):
+        return None
+    return (
+        f"unknown metric {name!r}; use one of rlsweep's names {sorted(NORMALIZED_METRICS)} "
+        f"or an RLlib result key prefixed with {RLLIB_PREFIX!r} (checked when the first result arrives)"
+    )
+
+
+def exported(key: str) -> bool:
+    """Whether a row's key becomes an MLflow metric: the normalized metrics and ``hp/...`` (PBT's
+    hyperparameters change per row, and MLflow params cannot)."""
+    return key in NORMALIZED_METRICS or key.startswith(HP_PREFIX)
+
+
+def exported_values(row_: Mapping[str, Any]) -> dict[str, float]:
+    """The row's finite numeric values that are exported, by name."""
+    return {
+        name: float(value)
+        for name, value in row_.items()
+        if exported(name) and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    }
+
+
+def env_steps(row_: Mapping[str, Any]) -> int:
+    value = row_.get(ENV_STEPS, 0)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0

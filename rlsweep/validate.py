@@ -1,4 +1,6 @@
-"""Loading a spec and checking all of it, each stage adding its problems, raised together."""
+"""Loading a spec and checking all of it: its shape (:mod:`rlsweep.spec`), its strategy (the registry in
+:mod:`rlsweep.schedulers`) and what needs RLlib (pre-flight in :mod:`rlsweep.trainables`), every problem
+raised together."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from rlsweep.errors import SpecError
+from rlsweep.schedulers import resolve
 from rlsweep.spec import SweepSpec, apply_overrides, parse_spec, read_document
+from rlsweep.trainables import static_problems
 
 
 def load_spec(
@@ -22,22 +26,18 @@ def load_spec(
         source: A path to a YAML file, or the document as a mapping.
         overrides: ``key=value`` strings applied before validation (the CLI's ``--set``).
         preflight: Also check what needs RLlib: the algorithm, env, config paths and RLlib's own validation
-            of the search space's extremes. Off only for reading back a spec that already ran.
+            of the search space's corners. Off only for reading back a spec that already ran.
 
     Raises:
         SpecError: with every problem found, each naming its spec path.
     """
-    from rlsweep.schedulers import check_spec
-
     document = apply_overrides(read_document(source), list(overrides))
-    spec, problems = parse_spec(document)
-    if spec is None:
+    parsed, problems = parse_spec(document)
+    if parsed is None:
         raise SpecError(problems)
-    problems = check_spec(spec)
+    spec, problems = resolve(parsed)
     if preflight:
-        from rlsweep.trainables import static_problems
-
-        problems += static_problems(spec)
-    if problems:
+        problems += static_problems(parsed)
+    if spec is None or problems:
         raise SpecError(problems)
     return spec

@@ -20,10 +20,9 @@ import yaml
 
 import rlsweep
 from rlsweep.analysis import load
-from rlsweep.analysis._mlflow import ExportError
 from rlsweep.analysis._ui import free_port, start_server
-from rlsweep.errors import SpecError, SweepError
-from rlsweep.trainables._trainable import _non_finite_losses
+from rlsweep.errors import ExportError, SpecError, SweepError
+from rlsweep.trainables import non_finite_losses as _non_finite_losses
 from tests.conftest import REPO, small_ppo
 
 pytestmark = pytest.mark.slow

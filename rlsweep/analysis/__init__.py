@@ -1,6 +1,21 @@
-"""Analysis: load an experiment directory, tables, the best trial and checkpoint by rule, MLflow export."""
+"""Analysis: an experiment directory read through the store; tables, selection rules, the best trial and
+checkpoint, evaluation on fresh seeds, plots, and the MLflow export (live and after the sweep)."""
 
+from rlsweep.analysis._live import live_logger
 from rlsweep.analysis._load import Best, CheckpointRecord, Sweep, Trial, load
 from rlsweep.analysis._mlflow import export
+from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP, SelectionRule
 
-__all__ = ["Best", "CheckpointRecord", "Sweep", "Trial", "export", "load"]
+__all__ = [
+    "DEFAULT_EVAL_SEEDS",
+    "DEFAULT_RULE",
+    "RULE_HELP",
+    "Best",
+    "CheckpointRecord",
+    "SelectionRule",
+    "Sweep",
+    "Trial",
+    "export",
+    "live_logger",
+    "load",
+]

@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rlsweep._envs import make_env
 from rlsweep.errors import SweepError
 from rlsweep.policy import Policy, load_policy, policy_ids
 
@@ -16,18 +17,6 @@ if TYPE_CHECKING:
 
 #: An episode that has not ended after this many steps is cut off (an env without a time limit).
 MAX_EPISODE_STEPS = 100_000
-
-
-def make_env(spec: SweepSpec) -> Any:
-    """The spec's env as RLlib makes it: ``gymnasium.make(id, **env_config)`` or ``EnvClass(env_config)``."""
-    from rlsweep.trainables._config import resolve_env
-
-    env = resolve_env(spec.env)
-    if isinstance(env, str):
-        import gymnasium
-
-        return gymnasium.make(env, **dict(spec.env_config))
-    return env(dict(spec.env_config))
 
 
 def _single_agent_episode(env: Any, policy: Policy, seed: int | None) -> float:
@@ -70,7 +59,7 @@ def evaluate_checkpoint(spec: SweepSpec, best: Best, *, episodes: int, seeds: Se
     per_seed = {}
     returns: list[float] = []
     for seed in seeds:
-        env = make_env(spec)
+        env = make_env(spec.env, spec.env_config)
         try:
             seed_returns = []
             for episode in range(episodes):

@@ -16,17 +16,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlsweep import store
 from rlsweep.analysis._mlflow import (
     ROWS_TAG,
     child_runs,
     create_child,
     experiment_id,
-    exported,
     log_rows,
     param_entities,
     parent_run,
     trial_params,
 )
+from rlsweep.metrics import exported
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -59,7 +60,7 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             self._thread.start()
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-            keep = {k: v for k, v in result.items() if exported(k) or k == "timestamp"}
+            keep = {k: v for k, v in result.items() if exported(k) or k == store.TIMESTAMP_KEY}
             self._queue.put((trial.trial_id, dict(trial.config), trial.path, keep))
 
         def on_experiment_end(self, trials: list, **info: Any) -> None:
@@ -79,7 +80,9 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             broken: set[str] = set()
             try:
                 experiment = experiment_id(client, settings.experiment)
-                parent = parent_run(client, experiment, spec, sweep_id, path)
+                parent = parent_run(
+                    client, experiment, spec, sweep_id, path, str(spec.searcher.name), str(spec.scheduler.name)
+                )
                 runs = {t: (r.info.run_id, int(r.data.tags.get(ROWS_TAG, 0))) for t, r in child_runs(client, experiment, sweep_id).items()}
             except Exception as exc:  # noqa: BLE001 - never fail the sweep over its live log
                 log.warning("live MLflow logging is off (%s); the export after the sweep still logs everything", exc)
@@ -108,7 +111,9 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
                         if trial_id not in runs:
                             config, trial_path = configs[trial_id]
                             runs[trial_id] = (create_child(client, experiment, sweep_id, parent, trial_id, trial_path), 0)
-                            params = param_entities(trial_params(spec, config))
+                            # The trial recorded its settings as it started, before its first result.
+                            settings = store.read_trial_settings(Path(trial_path))
+                            params = param_entities(trial_params(settings, config))
                         run_id, done = runs[trial_id]
                         log_rows(client, run_id, rows, done + len(rows), params)
                         runs[trial_id] = (run_id, done + len(rows))

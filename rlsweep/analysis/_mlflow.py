@@ -8,7 +8,6 @@ Every write is a ``log_batch`` (MLflow's per-call ``log_metric`` is one request 
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,18 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rlsweep.errors import SweepError
-from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS
+from rlsweep import store
+from rlsweep.errors import ExportError
+from rlsweep.metrics import ENV_STEPS, env_steps, exported_values
+from rlsweep.spec import DEFAULT_TRACKING_URI, MlflowSpec
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from rlsweep.analysis._load import Sweep
     from rlsweep.spec import SweepSpec
-
-class ExportError(SweepError):
-    """An MLflow export that stopped part-way; rerunning it completes the job."""
-
 
 SWEEP_TAG = "rlsweep.sweep_id"
 TRIAL_TAG = "rlsweep.trial_id"
@@ -43,7 +40,7 @@ MAX_PARAM_CHARS = 6000
 MAX_BATCH = 1000
 MAX_PARAMS_PER_BATCH = 100
 
-_STATUS = {"TERMINATED": "FINISHED", "ERROR": "FAILED", "PAUSED": "KILLED"}
+_STATUS = {store.TERMINATED: "FINISHED", store.ERROR: "FAILED", store.PAUSED: "KILLED"}
 
 
 def _param_value(value: Any) -> str:
@@ -51,12 +48,12 @@ def _param_value(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
 
-def trial_params(spec: SweepSpec, config: Mapping[str, Any]) -> dict[str, Any]:
-    """A trial's params: every setting it ran with (rlsweep's defaults, what an iteration is, ``config``,
-    the draw), so nothing that shaped the run is hidden in a default."""
-    from rlsweep.trainables._config import settings_for
-
-    return {**settings_for(spec, config), **config}
+def trial_params(settings: Mapping[str, Any] | None, config: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial's params: every setting it ran with as the trial recorded it (rlsweep's defaults, what an
+    iteration is, ``config``, the draw), so nothing that shaped the run is hidden in a default; the draw
+    alone for a trial that recorded none."""
+    recorded = (settings or {}).get("settings", {})
+    return {**recorded, **config}
 
 
 def param_entities(params: Mapping[str, Any]) -> list[Any]:
@@ -65,23 +62,13 @@ def param_entities(params: Mapping[str, Any]) -> list[Any]:
     return [Param(str(k)[:MAX_PARAM_KEY], _param_value(v)) for k, v in params.items()]
 
 
-def exported(key: str) -> bool:
-    """Whether a result key becomes an MLflow metric: the normalized metrics and ``hp/...`` (PBT's
-    hyperparameters change per row, and params cannot)."""
-    return key in NORMALIZED_METRICS or key.startswith(HP_PREFIX)
-
-
 def row_metrics(row: Mapping[str, Any]) -> list[Any]:
     """The MLflow metrics of one result row, each at step = env steps."""
     from mlflow.entities import Metric
 
-    step = int(row.get("env_steps", 0))
-    timestamp = int(float(row.get("timestamp", 0)) * 1000)
-    metrics = []
-    for name, value in row.items():
-        if exported(name) and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            metrics.append(Metric(name, float(value), timestamp, step))
-    return metrics
+    step = env_steps(row)
+    timestamp = int(float(row.get(store.TIMESTAMP_KEY, 0)) * 1000)
+    return [Metric(name, value, timestamp, step) for name, value in exported_values(row).items()]
 
 
 def log_rows(
@@ -124,7 +111,9 @@ def _search_all(client: MlflowClient, experiment: str, query: str) -> list[Any]:
             return runs
 
 
-def parent_run(client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id: str, path: Path) -> str:
+def parent_run(
+    client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id: str, path: Path, searcher: str, scheduler: str
+) -> str:
     """The sweep's parent run, created (with the spec as an artifact) the first time."""
     found = _search_all(client, experiment, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{KIND_TAG}` = 'sweep'")
     if found:
@@ -136,8 +125,8 @@ def parent_run(client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id:
             SWEEP_TAG: sweep_id,
             KIND_TAG: "sweep",
             "rlsweep.path": str(path),
-            "rlsweep.searcher": spec.searcher.name,
-            "rlsweep.scheduler": spec.scheduler.name,
+            "rlsweep.searcher": searcher,
+            "rlsweep.scheduler": scheduler,
             "rlsweep.algorithm": spec.algorithm,
             "rlsweep.env": spec.env,
         },
@@ -145,8 +134,8 @@ def parent_run(client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id:
     params = {
         "algorithm": spec.algorithm,
         "env": spec.env,
-        "searcher": spec.searcher.name,
-        "scheduler": spec.scheduler.name,
+        "searcher": searcher,
+        "scheduler": scheduler,
         "budget.env_steps": spec.budget.env_steps,
         "budget.trials": spec.budget.trials,
         "metric": f"{spec.metric.name} ({spec.metric.mode})",
@@ -198,12 +187,12 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: Sweep) -> None:
         tags=[RunTag("rlsweep.best_trial_id", best.trial_id), RunTag(BEST_CHECKPOINT_TAG, str(best.checkpoint or ""))],
     )
     # A fixed timestamp and step make a repeated export write the same points, not new ones.
-    stamp = max((int(float(r.get("timestamp", 0)) * 1000) for t in sweep.trials for r in t.rows), default=0)
+    stamp = max((int(float(r.get(store.TIMESTAMP_KEY, 0)) * 1000) for t in sweep.trials for r in t.rows), default=0)
     summary = {
         f"best_{best.metric}": best.value,
         "trials": len(sweep.trials),
-        "errored_trials": sum(t.state == "ERROR" for t in sweep.trials),
-        "env_steps_total": sum(int(t.rows[-1].get("env_steps", 0)) for t in sweep.trials if t.rows),
+        "errored_trials": sum(t.state == store.ERROR for t in sweep.trials),
+        f"{ENV_STEPS}_total": sum(t.env_steps for t in sweep.trials),
     }
     client.log_batch(parent_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in summary.items()])
     with tempfile.TemporaryDirectory() as directory:
@@ -223,7 +212,7 @@ def _trial_start_ms(trial: Any) -> int | None:
     if not trial.rows:
         return None
     first = trial.rows[0]
-    start = float(first.get("timestamp", 0)) - float(first.get("time_total_s", 0))
+    start = float(first.get(store.TIMESTAMP_KEY, 0)) - float(first.get("time_total_s", 0))
     return int(start * 1000) if start > 0 else None
 
 
@@ -234,11 +223,11 @@ def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | N
         ExportError: MLflow failed part-way (a server down, a full disk); what was written stays, and
             running the export again completes it.
     """
-    settings = sweep.spec.mlflow
-    uri = tracking_uri or (settings.tracking_uri if settings else "sqlite:///mlflow.db")
+    settings = sweep.spec.mlflow or MlflowSpec()
+    uri = tracking_uri or settings.tracking_uri or DEFAULT_TRACKING_URI
     progress = {"trials": 0}
     try:
-        return _export(sweep, uri, experiment or (settings.experiment if settings else "rlsweep"), progress)
+        return _export(sweep, uri, experiment or settings.experiment, progress)
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and SQLAlchemy's errors alike
         raise ExportError(
             f"MLflow export to {uri} stopped after {progress['trials']} of {len(sweep.trials)} trials: "
@@ -253,7 +242,7 @@ def _export(sweep: Sweep, uri: str, experiment_name: str, progress: dict[str, in
     client = MlflowClient(tracking_uri=uri)
     experiment_ = experiment_id(client, experiment_name)
     sweep_id, spec = sweep.sweep_id, sweep.spec
-    parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path)
+    parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path, sweep.searcher, sweep.scheduler)
     children = child_runs(client, experiment_, sweep_id)
 
     all_finished = True
@@ -265,7 +254,7 @@ def _export(sweep: Sweep, uri: str, experiment_name: str, progress: dict[str, in
                 client, experiment_, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial)
             )
             done, current = 0, None
-            params = param_entities(trial_params(spec, trial.config))
+            params = param_entities(trial_params(trial.settings, trial.config))
         else:
             run_id, current = run.info.run_id, run.info.status
             done = int(run.data.tags.get(ROWS_TAG, 0))
@@ -277,7 +266,7 @@ def _export(sweep: Sweep, uri: str, experiment_name: str, progress: dict[str, in
             client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
         status = _STATUS.get(trial.state)
         if status is not None and current != status:
-            end = int(float(trial.rows[-1].get("timestamp", 0)) * 1000) if trial.rows else None
+            end = int(float(trial.rows[-1].get(store.TIMESTAMP_KEY, 0)) * 1000) if trial.rows else None
             client.set_terminated(run_id, status=status, end_time=end or None)
         if status is None:
             all_finished = False

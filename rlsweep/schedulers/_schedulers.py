@@ -2,255 +2,231 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, WithJsonSchema
+
+from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
-from rlsweep.schedulers._base import Entry, Option
-from rlsweep.search_spaces import Fixed, IntoDomains
+from rlsweep.schedulers._base import EVERY_REPORT, TIME_ATTR, CheckpointRule, SchedulerEntry
+from rlsweep.search_spaces import Fixed, explore_into_domains, mutation_compiler
 from rlsweep.spec import POLICIES_PATH
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
 
-#: The result key schedulers measure time in.
-TIME_ATTR = "env_steps"
+EnvSteps = Annotated[StrictInt, Field(ge=1)]
 
 
-@dataclass(frozen=True)
-class CheckpointRule:
-    """When a scheduler needs the trial to have just checkpointed: at the first report at or past
-    ``start`` env steps, then at each report at least ``interval`` env steps after the last one it needed.
-
-    This is PBT's own perturbation rule, so the trainable checkpoints at exactly the reports where PBT
-    copies a checkpoint. ``interval=1`` means every report (schedulers that pause trials at any result).
-    """
-
-    interval: int
-    start: int = 0
-
-    def fires(self, env_steps: int, last: int) -> bool:
-        return env_steps >= self.start and env_steps - last >= self.interval
+def _two_positive_numbers(value: Any) -> Any:
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in value)
+    ):
+        raise ValueError(f"must be two positive numbers, got {value!r}")
+    return [float(f) for f in value]
 
 
-EVERY_REPORT = CheckpointRule(1)
+class _Budgeted(Section):
+    max_env_steps: EnvSteps | None = None
+    """env steps of the longest trial the scheduler plans for (default: budget.env_steps)"""
+
+    def max_t(self, spec: SweepSpec) -> int:
+        return int(self.max_env_steps or spec.budget.env_steps)
 
 
-class Scheduler(Entry):
-    section = "scheduler"
-    #: Default for ``checkpoint.keep`` when the spec does not set it (None: keep every checkpoint).
-    default_keep: ClassVar[int | None] = 2
+class _Halving(_Budgeted):
+    grace_env_steps: EnvSteps | None = None
+    """env steps every trial gets before it can be stopped (default: max_env_steps / reduction_factor^2)"""
+    reduction_factor: Annotated[StrictFloat, Field(gt=1)] = 3
+    """keep 1/reduction_factor of the trials at each rung"""
 
-    def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
-        """The reports at which this scheduler needs a checkpoint (besides ``checkpoint.every_env_steps``)."""
-        return None
+    def grace(self, spec: SweepSpec) -> int:
+        return int(self.grace_env_steps or max(1, int(self.max_t(spec) / self.reduction_factor**2)))
 
-    def _grace(self, spec: SweepSpec, options: Mapping[str, Any], divisor: float) -> int:
-        if options.get("grace_env_steps") is not None:
-            return int(options["grace_env_steps"])
-        return max(1, int(self._max_t(spec, options) / divisor))
 
-    @staticmethod
-    def _max_t(spec: SweepSpec, options: Mapping[str, Any]) -> int:
-        return int(options.get("max_env_steps") or spec.budget.env_steps)
+class AshaOptions(_Halving):
+    brackets: EnvSteps = 1
+    """number of brackets"""
 
-    def _budget_problems(self, spec: SweepSpec, options: Mapping[str, Any], grace_divisor: float) -> list[Problem]:
-        problems = []
-        max_t = self._max_t(spec, options)
-        if max_t > spec.budget.env_steps:
-            problems.append(
-                Problem("scheduler.max_env_steps", f"must be at most budget.env_steps={spec.budget.env_steps}, got {max_t}")
+
+class HyperBandOptions(_Halving):
+    stop_last_trials: StrictBool = True
+    """stop the trials that reach max_env_steps (false: let them run on)"""
+
+
+class MedianOptions(Section):
+    grace_env_steps: EnvSteps | None = None
+    """env steps every trial gets before it can be stopped (default: budget / 4)"""
+    min_samples_required: EnvSteps = 3
+    """trials that must have reported before any is stopped"""
+    hard_stop: StrictBool = True
+    """stop a trailing trial (false: pause it, so it can resume later)"""
+
+    def max_t(self, spec: SweepSpec) -> int:
+        return spec.budget.env_steps
+
+    def grace(self, spec: SweepSpec) -> int:
+        return int(self.grace_env_steps or max(1, int(self.max_t(spec) / 4)))
+
+
+class Pb2Options(Section):
+    perturbation_env_steps: EnvSteps | None = None
+    """env steps between a trial's exploit/explore steps (default: budget / 10)"""
+    quantile_fraction: Annotated[StrictFloat, Field(gt=0, le=0.5)] = 0.25
+    """fraction of trials that copy (bottom) and are copied (top)"""
+    synch: StrictBool = False
+    """perturb all trials at once (slower trials hold up the rest)"""
+    lossy: StrictBool = False
+    """accept a lossy conversion of a domain the scheduler cannot mutate exactly"""
+
+    def interval(self, spec: SweepSpec) -> int:
+        return int(self.perturbation_env_steps or max(1, spec.budget.env_steps // 10))
+
+
+class PbtOptions(Pb2Options):
+    burn_in_env_steps: Annotated[StrictInt, Field(ge=0)] = 0
+    """env steps before the first perturbation"""
+    resample_probability: Annotated[StrictFloat, Field(ge=0, le=1)] = 0.25
+    """chance a mutated value is redrawn from its domain instead of perturbed"""
+    perturbation_factors: Annotated[
+        list[StrictFloat],
+        BeforeValidator(_two_positive_numbers),
+        WithJsonSchema({"type": "array", "items": {"type": "number", "exclusiveMinimum": 0}, "minItems": 2, "maxItems": 2}),
+    ] = [1.2, 0.8]
+    """factors a continuous value is multiplied by when perturbed"""
+
+
+def _budget_problems(spec: SweepSpec, options: Any) -> list[Problem]:
+    max_t = options.max_t(spec)
+    if max_t > spec.budget.env_steps:
+        return [Problem("scheduler.max_env_steps", f"must be at most budget.env_steps={spec.budget.env_steps}, got {max_t}")]
+    if (grace := options.grace(spec)) >= max_t:
+        return [
+            Problem(
+                "scheduler.grace_env_steps",
+                f"must be below the scheduler's max_env_steps={max_t} or no trial is ever stopped early, got {grace}",
             )
-        elif "grace_env_steps" in self.options and (grace := self._grace(spec, options, grace_divisor)) >= max_t:
-            problems.append(
-                Problem(
-                    "scheduler.grace_env_steps",
-                    f"must be below the scheduler's max_env_steps={max_t} or no trial is ever stopped early, got {grace}",
-                )
-            )
-        return problems
+        ]
+    return []
 
 
-class _GracedScheduler(Scheduler):
-    """A scheduler that gives every trial ``grace_env_steps`` before acting, by default max / divisor."""
-
-    def grace_divisor(self, options: Mapping[str, Any]) -> float:
-        return options["reduction_factor"] ** 2
-
-    def grace_env_steps(self, spec: SweepSpec) -> int:
-        options = self.resolved(spec.scheduler.options)
-        return self._grace(spec, options, self.grace_divisor(options))
-
-    def check(self, spec: SweepSpec) -> list[Problem]:
-        if self.check_options(spec.scheduler.options):
-            return []
-        options = self.resolved(spec.scheduler.options)
-        return self._budget_problems(spec, options, self.grace_divisor(options))
-
-
-MAX_ENV_STEPS = Option((int,), None, minimum=1, doc="env steps of the longest trial the scheduler plans for (default: budget.env_steps)")
-REDUCTION_FACTOR = Option((int, float), 3, exclusive_minimum=1, doc="keep 1/reduction_factor of the trials at each rung")
-
-
-class FifoScheduler(Scheduler):
+class FifoScheduler(SchedulerEntry):
     name = "fifo"
     doc = "run every trial to its budget"
 
-    def build(self, spec: SweepSpec, **context: Any) -> Any:
+    def build(self, spec: SweepSpec) -> Any:
         from ray.tune.schedulers import FIFOScheduler
 
         return FIFOScheduler()
 
 
-class AshaScheduler(_GracedScheduler):
+class AshaScheduler(SchedulerEntry):
     name = "asha"
     doc = "asynchronous successive halving: stop trials that trail their peers at each rung"
-    options = {
-        "grace_env_steps": Option(
-            (int,), None, minimum=1,
-            doc="env steps every trial gets before it can be stopped (default: max_env_steps / reduction_factor^2)",
-        ),
-        "max_env_steps": MAX_ENV_STEPS,
-        "reduction_factor": REDUCTION_FACTOR,
-        "brackets": Option((int,), 1, minimum=1, doc="number of brackets"),
-    }
+    Options = AshaOptions
 
-    def build(self, spec: SweepSpec, **context: Any) -> Any:
+    def check(self, spec: SweepSpec, options: Any) -> list[Problem]:
+        return _budget_problems(spec, options)
+
+    def build(self, spec: SweepSpec) -> Any:
         from ray.tune.schedulers import AsyncHyperBandScheduler
 
-        options = self.resolved(spec.scheduler.options)
+        options = self.options(spec.scheduler.options)
         return AsyncHyperBandScheduler(
             time_attr=TIME_ATTR,
-            max_t=self._max_t(spec, options),
-            grace_period=self.grace_env_steps(spec),
-            reduction_factor=options["reduction_factor"],
-            brackets=options["brackets"],
+            max_t=options.max_t(spec),
+            grace_period=options.grace(spec),
+            reduction_factor=options.reduction_factor,
+            brackets=options.brackets,
         )
 
 
-class HyperBandScheduler(_GracedScheduler):
+class HyperBandScheduler(SchedulerEntry):
     name = "hyperband"
     doc = "synchronous HyperBand: brackets of successive halving that pause trials at each rung"
-    options = {
-        "grace_env_steps": Option(
-            (int,), None, minimum=1,
-            doc="env steps of the most aggressive bracket's first rung (default: max_env_steps / reduction_factor^2)",
-        ),
-        "max_env_steps": MAX_ENV_STEPS,
-        "reduction_factor": REDUCTION_FACTOR,
-        "stop_last_trials": Option((bool,), True, doc="stop the trials that reach max_env_steps (false: let them run on)"),
-    }
+    Options = HyperBandOptions
+    #: HyperBandForBOHB instead of HyperBandScheduler.
+    bohb: ClassVar[bool] = False
+
+    def check(self, spec: SweepSpec, options: Any) -> list[Problem]:
+        return _budget_problems(spec, options)
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
         # A paused function trial resumes from the checkpoint of the report it was paused at, if there is one,
         # else from an older one, silently rerunning env steps. So every report carries a checkpoint.
         return EVERY_REPORT
 
-    #: HyperBandForBOHB instead of HyperBandScheduler.
-    bohb: ClassVar[bool] = False
+    def build(self, spec: SweepSpec) -> Any:
+        from rlsweep.schedulers._hyperband import env_step_hyperband
 
-    def build(self, spec: SweepSpec, **context: Any) -> Any:
-        from rlsweep.schedulers._adapters import env_step_hyperband
-
-        options = self.resolved(spec.scheduler.options)
+        options = self.options(spec.scheduler.options)
         return env_step_hyperband(
             self.bohb,
-            grace=self.grace_env_steps(spec),
+            grace=options.grace(spec),
             time_attr=TIME_ATTR,
-            max_t=self._max_t(spec, options),
-            reduction_factor=options["reduction_factor"],
-            stop_last_trials=options["stop_last_trials"],
+            max_t=options.max_t(spec),
+            reduction_factor=options.reduction_factor,
+            stop_last_trials=options.stop_last_trials,
         )
 
 
 class BohbScheduler(HyperBandScheduler):
     name = "bohb"
     doc = "HyperBand for BOHB: HyperBand brackets whose new trials come from BOHB's model"
-    partners = frozenset({"bohb"})
-    partners_reason = (
+    provides = frozenset({"bohb_budgets"})
+    requires = frozenset({"bohb_model"})
+    requires_reason = (
         "BOHB's model learns from the budgets of the 'bohb' scheduler's brackets; "
         "use preset 'bohb', or scheduler 'hyperband' with another searcher"
     )
-
     bohb = True
 
 
-class MedianScheduler(_GracedScheduler):
+class MedianScheduler(SchedulerEntry):
     name = "median"
     doc = "median stopping rule: stop a trial whose best result is below the median of the others' running means"
-    options = {
-        "grace_env_steps": Option(
-            (int,), None, minimum=1, doc="env steps every trial gets before it can be stopped (default: budget / 4)"
-        ),
-        "min_samples_required": Option((int,), 3, minimum=1, doc="trials that must have reported before any is stopped"),
-        "hard_stop": Option((bool,), True, doc="stop a trailing trial (false: pause it, so it can resume later)"),
-    }
+    Options = MedianOptions
 
-    def grace_divisor(self, options: Mapping[str, Any]) -> float:
-        return 4
+    def check(self, spec: SweepSpec, options: Any) -> list[Problem]:
+        return _budget_problems(spec, options)
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
-        return None if self.resolved(spec.scheduler.options)["hard_stop"] else EVERY_REPORT
+        return None if self.options(spec.scheduler.options).hard_stop else EVERY_REPORT
 
-    def build(self, spec: SweepSpec, **context: Any) -> Any:
+    def build(self, spec: SweepSpec) -> Any:
         from ray.tune.schedulers import MedianStoppingRule
 
-        options = self.resolved(spec.scheduler.options)
+        options = self.options(spec.scheduler.options)
         return MedianStoppingRule(
             time_attr=TIME_ATTR,
-            grace_period=self.grace_env_steps(spec),
-            min_samples_required=options["min_samples_required"],
-            hard_stop=options["hard_stop"],
+            grace_period=options.grace(spec),
+            min_samples_required=options.min_samples_required,
+            hard_stop=options.hard_stop,
         )
 
 
-class PbtScheduler(Scheduler):
+class PbtScheduler(SchedulerEntry):
     name = "pbt"
     doc = "population based training: every perturbation_env_steps, the bottom trials copy a top trial's checkpoint and mutate its hyperparameters"
-    partners = frozenset({"random"})
-    partners_reason = (
+    Options = PbtOptions
+    requires = frozenset({"independent_draws"})
+    requires_reason = (
         "PBT explores by mutating running trials, and Tune refuses any other searcher beside it; "
         "use searcher 'random' (its draws are the initial population), or preset 'pbt'"
     )
+    restores_other_trials = True
     # Tune prunes checkpoints by score; a trial copied at a perturbation goes on checkpointing, and the copied
     # one, now neither latest nor best, was deleted before the exploiting trial restored it (measured).
     default_keep = None
-    options = {
-        "perturbation_env_steps": Option(
-            (int,), None, minimum=1, doc="env steps between a trial's exploit/explore steps (default: budget / 10)"
-        ),
-        "burn_in_env_steps": Option((int,), 0, minimum=0, doc="env steps before the first perturbation"),
-        "quantile_fraction": Option((int, float), 0.25, exclusive_minimum=0, maximum=0.5, doc="fraction of trials that copy (bottom) and are copied (top)"),
-        "resample_probability": Option((int, float), 0.25, minimum=0, maximum=1, doc="chance a mutated value is redrawn from its domain instead of perturbed"),
-        "perturbation_factors": Option((list,), [1.2, 0.8], doc="factors a continuous value is multiplied by when perturbed"),
-        "synch": Option((bool,), False, doc="perturb all trials at once (slower trials hold up the rest)"),
-        "lossy": Option((bool,), False, doc="accept a lossy conversion of a domain the scheduler cannot mutate exactly"),
-    }
 
-    def interval(self, spec: SweepSpec) -> int:
-        given = spec.scheduler.options.get("perturbation_env_steps")
-        return int(given) if given is not None else max(1, spec.budget.env_steps // 10)
+    def mutations(self, spec: SweepSpec, options: Any) -> dict[str, Any]:
+        return mutation_compiler(self.name).compile(spec.search_space, lossy=options.lossy).native
 
-    def compiler(self) -> Any:
-        from rlsweep.search_spaces import PbtCompiler
-
-        return PbtCompiler()
-
-    def mutations(self, spec: SweepSpec) -> dict[str, Any]:
-        return self.compiler().compile(spec.search_space, lossy=bool(spec.scheduler.options.get("lossy", False)))
-
-    def check(self, spec: SweepSpec) -> list[Problem]:
-        if self.check_options(spec.scheduler.options):
-            return []
+    def check(self, spec: SweepSpec, options: Any) -> list[Problem]:
         problems: list[Problem] = []
-        options = self.resolved(spec.scheduler.options)
-        factors = options.get("perturbation_factors")  # PB2 has no such option
-        if factors is not None and (
-            len(factors) != 2 or not all(isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors)
-        ):
-            problems.append(Problem("scheduler.perturbation_factors", f"must be two positive numbers, got {factors!r}"))
-        interval = self.interval(spec)
+        interval = options.interval(spec)
         if interval >= spec.budget.env_steps:
             problems.append(
                 Problem(
@@ -289,7 +265,7 @@ class PbtScheduler(Scheduler):
             and not isinstance(parameter.domain, Fixed)
         ]
         try:
-            mutations = self.mutations(spec)
+            mutations = self.mutations(spec, options)
         except IncompatibleError as exc:
             return problems + list(exc.problems)
         if not mutations:
@@ -303,60 +279,51 @@ class PbtScheduler(Scheduler):
         return problems
 
     def checkpoint_rule(self, spec: SweepSpec) -> CheckpointRule | None:
-        options = self.resolved(spec.scheduler.options)
-        if options["synch"]:
+        options = self.options(spec.scheduler.options)
+        if options.synch:
             return EVERY_REPORT  # synchronous PBT pauses trials at any report while it waits for the others
         # PB2 has no burn-in option: it perturbs from the start.
-        return CheckpointRule(self.interval(spec), int(options.get("burn_in_env_steps") or 0))
+        return CheckpointRule(options.interval(spec), int(getattr(options, "burn_in_env_steps", 0)))
 
-    def build(self, spec: SweepSpec, **context: Any) -> Any:
+    def build(self, spec: SweepSpec) -> Any:
         from ray.tune.schedulers import PopulationBasedTraining
 
-        options = self.resolved(spec.scheduler.options)
+        options = self.options(spec.scheduler.options)
         return PopulationBasedTraining(
             time_attr=TIME_ATTR,
-            perturbation_interval=self.interval(spec),
-            burn_in_period=options["burn_in_env_steps"],
-            hyperparam_mutations=self.mutations(spec),
-            quantile_fraction=options["quantile_fraction"],
-            resample_probability=options["resample_probability"],
-            perturbation_factors=tuple(options["perturbation_factors"]),
-            synch=options["synch"],
-            custom_explore_fn=IntoDomains(spec.search_space),
+            perturbation_interval=options.interval(spec),
+            burn_in_period=options.burn_in_env_steps,
+            hyperparam_mutations=self.mutations(spec, options),
+            quantile_fraction=options.quantile_fraction,
+            resample_probability=options.resample_probability,
+            perturbation_factors=tuple(options.perturbation_factors),
+            synch=options.synch,
+            custom_explore_fn=explore_into_domains(spec.search_space),
         )
 
 
 class Pb2Scheduler(PbtScheduler):
     name = "pb2"
     doc = "PB2: PBT whose explore step picks new values with a time-varying Gaussian-process bandit (linear ranges only)"
-    partners_reason = PbtScheduler.partners_reason.replace("preset 'pbt'", "preset 'pb2'")
-    options = {
-        key: option
-        for key, option in PbtScheduler.options.items()
-        if key in ("perturbation_env_steps", "quantile_fraction", "synch", "lossy")
-    }
+    Options = Pb2Options
+    requires_reason = PbtScheduler.requires_reason.replace("preset 'pbt'", "preset 'pb2'")
 
-    def compiler(self) -> Any:
-        from rlsweep.search_spaces import Pb2Compiler
-
-        return Pb2Compiler()
-
-    def build(self, spec: SweepSpec, **context: Any) -> Any:
+    def build(self, spec: SweepSpec) -> Any:
         from ray.tune.schedulers.pb2 import PB2
 
-        options = self.resolved(spec.scheduler.options)
+        options = self.options(spec.scheduler.options)
         return PB2(
             time_attr=TIME_ATTR,
-            perturbation_interval=self.interval(spec),
-            hyperparam_bounds=self.mutations(spec),
-            quantile_fraction=options["quantile_fraction"],
-            synch=options["synch"],
-            custom_explore_fn=IntoDomains(spec.search_space),
+            perturbation_interval=options.interval(spec),
+            hyperparam_bounds=self.mutations(spec, options),
+            quantile_fraction=options.quantile_fraction,
+            synch=options.synch,
+            custom_explore_fn=explore_into_domains(spec.search_space),
         )
 
 
 #: Every scheduler by the name a spec uses. The CLI's choices and the docs come from here.
-SCHEDULERS: dict[str, Scheduler] = {
+SCHEDULERS: dict[str, SchedulerEntry] = {
     s.name: s
     for s in (
         FifoScheduler(), AshaScheduler(), HyperBandScheduler(), MedianScheduler(), PbtScheduler(), Pb2Scheduler(), BohbScheduler(),

@@ -1,15 +1,33 @@
-"""The interface every search-space compiler implements."""
+"""The protocol every search backend implements, and what backends share.
+
+A backend is one module holding everything about one library: its compiler (``compile(space) ->
+CompiledSpace``, exact or refused), the codec between its native values and the declared ones
+(``encode`` / ``decode``), its Tune searcher adapter, its registry entry and its ``sample`` path.
+"""
 
 from __future__ import annotations
 
 import abc
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, ClassVar
 
+from pydantic import Field, StrictBool
+
+from rlsweep._entry import Entry
+from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
-from rlsweep.search_spaces._domains import Domain, LogUniform, Parameter, QLogUniform, SearchSpace, Uniform
+from rlsweep.search_spaces._domains import (
+    Domain,
+    Fixed,
+    Grid,
+    LogUniform,
+    Parameter,
+    QLogUniform,
+    SearchSpace,
+    Uniform,
+)
 
 
 class LossyConversionWarning(UserWarning):
@@ -19,15 +37,38 @@ class LossyConversionWarning(UserWarning):
 #: Fallbacks a user may opt into: domain -> (a domain the backend can express, what changed).
 Fallback = Callable[[Any], tuple[Domain, str]]
 
-DROP_Q: Fallback = lambda d: (  # noqa: E731
-    (LogUniform if isinstance(d, QLogUniform) else Uniform)(d.low, d.high),
-    f"quantization q={d.q} dropped",
-)
-NORMAL_AS_UNIFORM: Fallback = lambda d: (  # noqa: E731
-    Uniform(d.mean - 3 * d.sd, d.mean + 3 * d.sd),
-    f"normal({d.mean}, {d.sd}) searched as uniform over mean ± 3 sd",
-)
-LOG_AS_LINEAR: Fallback = lambda d: (Uniform(d.low, d.high), "log scale dropped: searched linearly")  # noqa: E731
+
+def drop_q(domain: Any) -> tuple[Domain, str]:
+    return (LogUniform if isinstance(domain, QLogUniform) else Uniform)(domain.low, domain.high), f"quantization q={domain.q} dropped"
+
+
+def normal_as_uniform(domain: Any) -> tuple[Domain, str]:
+    return Uniform(domain.mean - 3 * domain.sd, domain.mean + 3 * domain.sd), f"normal({domain.mean}, {domain.sd}) searched as uniform over mean ± 3 sd"
+
+
+def log_as_linear(domain: Any) -> tuple[Domain, str]:
+    return Uniform(domain.low, domain.high), "log scale dropped: searched linearly"
+
+
+@dataclass(frozen=True)
+class CompiledSpace:
+    """A space in one backend's native form, and the codec between native and declared values.
+
+    Attributes:
+        native: What the backend takes (a Tune ``param_space``, an Optuna define-by-run function, ...).
+        parameters: The declared parameters it was compiled from (after any opted-in lossy change).
+    """
+
+    native: Any
+    parameters: tuple[Parameter, ...] = ()
+
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A flat declared config -> the backend's values (for ``points_to_evaluate``)."""
+        return dict(config)
+
+    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
+        """A backend suggestion -> a flat config with the declared Python values."""
+        return dict(native)
 
 
 class SpaceCompiler(abc.ABC):
@@ -43,22 +84,24 @@ class SpaceCompiler(abc.ABC):
     role: ClassVar[str] = "searcher"
     #: Whether ``when:`` conditions can be expressed.
     supports_conditions: ClassVar[bool] = False
+    #: kind -> how the backend expresses it.
+    handlers: ClassVar[Mapping[str, Callable[..., Any]]] = {}
     #: kind -> what to do instead, quoted in the error.
     hints: ClassVar[Mapping[str, str]] = {}
     fallbacks: ClassVar[Mapping[str, Fallback]] = {}
 
     @abc.abstractmethod
-    def compile(self, space: SearchSpace, *, lossy: bool = False) -> Any:
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> CompiledSpace:
         """Return the backend's native search space. Raises :class:`IncompatibleError`."""
 
-    def check(self, space: SearchSpace, handlers: Mapping[str, Callable[..., Any]], lossy: bool = False) -> SearchSpace:
+    def check(self, space: SearchSpace, lossy: bool = False) -> SearchSpace:
         """Raise one error listing every parameter this backend cannot express; with ``lossy``, return
         the space with each such domain replaced by its fallback, warning what changed."""
         problems = []
         parameters = []
         for parameter in space:
             kind = parameter.domain.kind
-            if kind not in handlers:
+            if kind not in self.handlers:
                 if lossy and kind in self.fallbacks:
                     domain, change = self.fallbacks[kind](parameter.domain)
                     warnings.warn(
@@ -91,4 +134,140 @@ class SpaceCompiler(abc.ABC):
         )
 
 
-__all__ = ["DROP_Q", "LOG_AS_LINEAR", "NORMAL_AS_UNIFORM", "LossyConversionWarning", "SpaceCompiler"]
+# --- searchers ---------------------------------------------------------------------------------------
+
+
+class SearcherOptions(Section):
+    """Options every searcher that can start from known configs accepts."""
+
+    points_to_evaluate: list[dict[str, Any]] | None = None
+    """configs to try first (flat, keyed by parameter path), e.g. RLlib's tuned example"""
+    lossy: StrictBool = False
+    """accept a lossy conversion of a domain the searcher cannot express, with a warning"""
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What a searcher is built from: the space, the metric, its seed and options, and the sweep's size."""
+
+    space: SearchSpace
+    metric: str
+    mode: str
+    seed: int | None = None
+    options: Any = field(default_factory=SearcherOptions)
+    trials: int = 1
+    max_concurrent: int | None = None
+
+    @property
+    def lossy(self) -> bool:
+        return bool(getattr(self.options, "lossy", False))
+
+    @property
+    def points(self) -> list[dict[str, Any]] | None:
+        """``points_to_evaluate`` with ints given for float domains as floats (``lr: 1`` in YAML)."""
+        points = getattr(self.options, "points_to_evaluate", None)
+        if not points:
+            return None
+        return [
+            {k: float(v) if _int_for_float(self.space, k, v) else v for k, v in point.items()}
+            for point in points
+        ]
+
+
+def _int_for_float(space: SearchSpace, path: str, value: Any) -> bool:
+    # ``lr: 1`` in YAML is an int; a float domain accepts it as the same number.
+    parameter = next((p for p in space if p.path == path), None)
+    return (
+        parameter is not None
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and not parameter.domain.contains(value)
+        and parameter.domain.contains(float(value))
+    )
+
+
+def point_problems(space: SearchSpace, points: Any, where: str = "searcher.points_to_evaluate") -> list[Problem]:
+    """Each point must give every active parameter a value its domain can draw, and nothing else."""
+    if not isinstance(points, list):
+        return [Problem(where, f"must be a list of configs, got {points!r}")]
+    problems = []
+    by_path = {p.path: p for p in space}
+    for index, point in enumerate(points):
+        loc = f"{where}[{index}]"
+        if not isinstance(point, Mapping):
+            problems.append(Problem(loc, f"must map parameter paths to values, got {point!r}"))
+            continue
+        for key in point:
+            if key not in by_path:
+                problems.append(Problem(f"{loc}.{key}", "is not a parameter of search_space"))
+        seen: dict[str, Any] = {}
+        for parameter in space:
+            active = parameter.is_active(seen)
+            if parameter.path not in point:
+                if active and not isinstance(parameter.domain, Fixed):
+                    problems.append(Problem(f"{loc}.{parameter.path}", "is missing; give every active parameter a value"))
+                continue
+            value = point[parameter.path]
+            if not active:
+                problems.append(Problem(f"{loc}.{parameter.path}", "is set but its condition does not hold in this point"))
+            elif not parameter.domain.contains(value) and not _int_for_float(space, parameter.path, value):
+                problems.append(Problem(f"{loc}.{parameter.path}", f"{value!r} cannot be drawn from its {parameter.domain.kind} domain"))
+            seen[parameter.path] = value
+    return problems
+
+
+class SearcherEntry(Entry):
+    """A searcher a spec can name: one backend's compiler, adapter and sample path."""
+
+    section = "searcher"
+    Options: ClassVar[type[Section]] = SearcherOptions
+    #: Model-based searchers learn from results; grid points make no sense for them.
+    model_based: ClassVar[bool] = False
+    compiler: ClassVar[SpaceCompiler]
+
+    def check(self, space: SearchSpace, options: Any) -> list[Problem]:
+        """Every problem of this searcher with this space and these (valid) options."""
+        problems: list[Problem] = []
+        try:
+            self.compiler.compile(space, lossy=bool(getattr(options, "lossy", False)))
+        except IncompatibleError as exc:
+            problems.extend(exc.problems)
+        if self.model_based:
+            problems += [
+                Problem(
+                    f"search_space.{p.path}",
+                    f"a 'grid' domain cannot be combined with the model-based searcher {self.name!r}; "
+                    "use 'choice', or searcher 'grid'/'random'",
+                )
+                for p in space
+                if isinstance(p.domain, Grid)
+            ]
+        points = getattr(options, "points_to_evaluate", None)
+        if points is not None:
+            problems += point_problems(space, points)
+        return problems
+
+    def build(self, request: SearchRequest) -> tuple[Any, dict[str, Any], int]:
+        """Returns ``(search_alg, param_space, num_samples)`` for ``tune.Tuner``."""
+        searcher = self.make(request)
+        # Without a limiter, a model-based searcher launches trials one at a time under Tune.
+        if request.max_concurrent:
+            from ray.tune.search import ConcurrencyLimiter
+
+            searcher = ConcurrencyLimiter(searcher, max_concurrent=request.max_concurrent)
+        return searcher, {}, request.trials
+
+    @abc.abstractmethod
+    def make(self, request: SearchRequest) -> Any:
+        """The Tune ``Searcher``, suggesting flat configs with the declared types."""
+
+    def sample(self, request: SearchRequest, n: int) -> list[dict[str, Any]]:
+        """The first ``n`` configs this searcher would suggest, without running a trial."""
+        searcher = self.make(request)
+        configs: list[dict[str, Any]] = []
+        for i in range(n):
+            suggestion = searcher.suggest(f"sample_{i:05d}")
+            if suggestion is None:
+                break
+            configs.append(dict(suggestion))
+        return configs

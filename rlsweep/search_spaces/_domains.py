@@ -244,6 +244,8 @@ def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: 
             return cls(*values), []
         return cls(*(float(v) for v in values)), []
 
+    parse.arguments = tuple(names)  # type: ignore[attr-defined]
+    parse.integer = integer  # type: ignore[attr-defined]
     return parse
 
 
@@ -256,12 +258,17 @@ def _parse_normal(args: Any) -> ParseResult:
     return Normal(float(values[0]), float(values[1])), []
 
 
+_parse_normal.arguments = ("mean", "sd")  # type: ignore[attr-defined]
+_parse_normal.integer = False  # type: ignore[attr-defined]
+
+
 def _values(cls: type) -> Callable[[Any], ParseResult]:
     def parse(args: Any) -> ParseResult:
         if not isinstance(args, (list, tuple)) or not args:
             return None, [f"expects a non-empty list of values, got {args!r}"]
         return cls(tuple(args)), []
 
+    parse.arguments = None  # type: ignore[attr-defined]  # a list of values
     return parse
 
 
@@ -280,6 +287,38 @@ DOMAIN_PARSERS: dict[str, Callable[[Any], ParseResult]] = {
 }
 
 DOMAIN_KINDS: tuple[str, ...] = tuple(DOMAIN_PARSERS)
+
+
+def domain_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one ``search_space`` entry: a domain from :data:`DOMAIN_PARSERS` (with an
+    optional ``when``), or any fixed value."""
+    when = {
+        "type": "object",
+        "description": "make this parameter active only when the named parameters take these values",
+        "additionalProperties": {},
+    }
+    options: list[dict[str, Any]] = []
+    for kind, parser in DOMAIN_PARSERS.items():
+        arguments = parser.arguments  # type: ignore[attr-defined]
+        if arguments is None:
+            value: dict[str, Any] = {"type": "array", "minItems": 1}
+        else:
+            number = {"type": "integer" if parser.integer else "number"}  # type: ignore[attr-defined]
+            value = {
+                "anyOf": [
+                    {"type": "array", "items": number, "minItems": len(arguments), "maxItems": len(arguments)},
+                    {"type": "object", "properties": {a: number for a in arguments}, "required": list(arguments),
+                     "additionalProperties": False},
+                ],
+                "description": f"[{', '.join(arguments)}]",
+            }
+        options.append(
+            {"type": "object", "properties": {kind: value, "when": when}, "required": [kind], "additionalProperties": False}
+        )
+    options.append({"type": "object", "properties": {"fixed": {}, "when": when}, "required": ["fixed"],
+                    "additionalProperties": False})
+    options.append({"not": {"type": "object", "required": ["when"]}, "description": "a fixed value"})
+    return {"anyOf": options}
 
 
 def parse_search_space(raw: Any, *, where: str = "search_space") -> tuple[SearchSpace, list[Problem]]:

@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rlsweep import _compat
 from rlsweep.errors import IncompatibleError, Problem
-from rlsweep.search_spaces._base import SpaceCompiler
+from rlsweep.search_spaces._base import CompiledSpace, SearcherEntry, SearchRequest, SpaceCompiler
 from rlsweep.search_spaces._domains import (
     Choice,
     Fixed,
@@ -58,16 +59,13 @@ _INTEGER_KINDS = {RandInt.kind, QRandInt.kind, LogRandInt.kind}
 
 
 @dataclass(frozen=True)
-class HyperOptSpace:
-    """The compiled space: ``space`` for ``HyperOptSearch(space=...)`` plus the codecs around it."""
-
-    space: dict[str, Any]
-    parameters: tuple[Parameter, ...]
+class HyperOptSpace(CompiledSpace):
+    """The compiled space: ``native`` for ``HyperOptSearch(space=...)`` plus the codec around it."""
 
     def _by_path(self) -> dict[str, Parameter]:
         return {p.path: p for p in self.parameters}
 
-    def decode(self, suggestion: Mapping[str, Any]) -> dict[str, Any]:
+    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
         """A (nested) HyperOpt suggestion -> a flat rlsweep config with the declared types."""
         by_path = self._by_path()
         flat: dict[str, Any] = {}
@@ -90,20 +88,20 @@ class HyperOptSpace:
                 else:
                     flat[key] = float(value)
 
-        walk(suggestion)
+        walk(native)
         return {p.path: flat[p.path] for p in self.parameters if p.path in flat}
 
-    def encode(self, point: Mapping[str, Any]) -> dict[str, Any]:
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """A flat rlsweep config -> HyperOpt's ``{label: raw value}`` (choices as indices), for
         ``points_to_evaluate``. Only the active parameters' labels appear."""
         encoded: dict[str, Any] = {}
         for parameter in self.parameters:
-            if parameter.path not in point or isinstance(parameter.domain, Fixed):
+            if parameter.path not in config or isinstance(parameter.domain, Fixed):
                 continue
-            value = point[parameter.path]
+            value = config[parameter.path]
             if isinstance(parameter.domain, Choice):
                 value = next(i for i, v in enumerate(parameter.domain.values) if Choice((v,)).contains(value))
-            encoded[_label(parameter, point)] = value
+            encoded[_label(parameter, config)] = value
         return encoded
 
 
@@ -120,11 +118,12 @@ class HyperOptCompiler(SpaceCompiler):
 
     searcher = "hyperopt"
     supports_conditions = True
+    handlers = _HANDLERS
 
     hints = {"grid": "use 'choice', or searcher 'grid'"}
 
     def compile(self, space: SearchSpace, *, lossy: bool = False) -> HyperOptSpace:
-        space = self.check(space, _HANDLERS, lossy)
+        space = self.check(space, lossy)
         by_path = {p.path: p for p in space}
         problems = []
         children: dict[str, list[Parameter]] = {}
@@ -161,4 +160,28 @@ class HyperOptCompiler(SpaceCompiler):
             return _hp().choice(label, branches)
 
         top = {p.path: build(p, {}) for p in space if not p.when}
-        return HyperOptSpace(space=top, parameters=tuple(space))
+        return HyperOptSpace(top, tuple(space))
+
+
+class HyperOptSearcher(SearcherEntry):
+    name = "hyperopt"
+    doc = "HyperOpt's TPE; conditions as nested choices (one 'choice' parent per parameter)"
+    model_based = True
+    compiler = HyperOptCompiler()
+
+    def make(self, request: SearchRequest) -> Any:
+        from rlsweep.search_spaces._searcher import DecodingSearcher
+
+        compiled = self.compiler.compile(request.space, lossy=request.lossy)
+        points = request.points
+        searcher = _compat.hyperopt_search_with_encoded_points()(
+            space=compiled.native,
+            metric=request.metric,
+            mode=request.mode,
+            random_state_seed=request.seed,
+            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+        )
+        return DecodingSearcher(searcher, compiled.decode)
+
+
+ENTRIES = (HyperOptSearcher(),)

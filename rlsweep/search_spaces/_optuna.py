@@ -1,19 +1,27 @@
-"""Compile a search space to an Optuna define-by-run function (so conditions work)."""
+"""Optuna: a define-by-run space (so conditions work), TPE through Tune's ``OptunaSearch``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from rlsweep.search_spaces._base import DROP_Q, NORMAL_AS_UNIFORM, SpaceCompiler
+from rlsweep.search_spaces._base import (
+    CompiledSpace,
+    SearcherEntry,
+    SearchRequest,
+    SpaceCompiler,
+    drop_q,
+    normal_as_uniform,
+)
 from rlsweep.search_spaces._domains import (
     Choice,
     Fixed,
     LogRandInt,
     LogUniform,
     Parameter,
-    QUniform,
     QRandInt,
+    QUniform,
     RandInt,
     SearchSpace,
     Uniform,
@@ -22,14 +30,18 @@ from rlsweep.search_spaces._domains import (
 _PRIMITIVES = (type(None), bool, int, float, str)
 
 
+def _primitive(domain: Choice) -> bool:
+    """Whether Optuna can store the choice's values as they are (else they go by ``repr`` label)."""
+    return all(isinstance(v, _PRIMITIVES) for v in domain.values)
+
+
 def _categorical(trial: Any, name: str, domain: Choice) -> Any:
     # Optuna stores only primitive categories; other values (lists, dicts) are suggested by label and
     # decoded here, so the trial gets the declared object, never a label or an index.
-    if OptunaCompiler.primitive(domain):
+    if _primitive(domain):
         return trial.suggest_categorical(name, list(domain.values))
     labels = [repr(v) for v in domain.values]
-    label = trial.suggest_categorical(name, labels)
-    return domain.values[labels.index(label)]
+    return domain.values[labels.index(trial.suggest_categorical(name, labels))]
 
 
 _HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
@@ -45,37 +57,10 @@ _HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
 }
 
 
-class OptunaCompiler(SpaceCompiler):
-    """A define-by-run function ``space(trial) -> {path: value}`` for ``OptunaSearch(space=...)``.
-
-    Inactive conditional parameters are never suggested, so they are absent from the trial's config.
-    """
-
-    searcher = "optuna"
-    supports_conditions = True
-
-    @staticmethod
-    def primitive(domain: Choice) -> bool:
-        """Whether Optuna can store the choice's values as they are (else they go by ``repr`` label)."""
-        return all(isinstance(v, _PRIMITIVES) for v in domain.values)
-
-    hints = {
-        "normal": "use 'uniform' over a range, or searcher 'random' or 'hyperopt'",
-        "qloguniform": "use 'loguniform' or 'quniform', or searcher 'random' or 'hyperopt'",
-        "grid": "use 'choice', or searcher 'grid'",
-    }
-    fallbacks = {"normal": NORMAL_AS_UNIFORM, "qloguniform": DROP_Q}
-
-    def compile(self, space: SearchSpace, *, lossy: bool = False) -> DefineByRun:
-        space = self.check(space, _HANDLERS, lossy)
-        return DefineByRun(tuple(space))
-
-
 class DefineByRun:
-    """The compiled space: called with an Optuna trial, suggests each active parameter in order.
-
-    A class rather than a closure so searcher state can be pickled (Tune saves it for resume).
-    """
+    """The native space: called with an Optuna trial, suggests each active parameter in order, so
+    inactive conditional parameters are never suggested. A class rather than a closure so searcher state
+    can be pickled (Tune saves it for resume)."""
 
     def __init__(self, parameters: tuple[Parameter, ...]) -> None:
         self.parameters = parameters
@@ -86,3 +71,54 @@ class DefineByRun:
             if parameter.is_active(draws):
                 draws[parameter.path] = _HANDLERS[parameter.domain.kind](trial, parameter.path, parameter.domain)
         return draws
+
+
+@dataclass(frozen=True)
+class OptunaSpace(CompiledSpace):
+    """Optuna stores non-primitive choices by ``repr`` label: a point is enqueued in that form. What the
+    define-by-run function returns is already declared values."""
+
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        labelled = {p.path for p in self.parameters if isinstance(p.domain, Choice) and not _primitive(p.domain)}
+        return {k: repr(v) if k in labelled else v for k, v in config.items()}
+
+
+class OptunaCompiler(SpaceCompiler):
+    searcher = "optuna"
+    supports_conditions = True
+    handlers = _HANDLERS
+    hints = {
+        "normal": "use 'uniform' over a range, or searcher 'random' or 'hyperopt'",
+        "qloguniform": "use 'loguniform' or 'quniform', or searcher 'random' or 'hyperopt'",
+        "grid": "use 'choice', or searcher 'grid'",
+    }
+    fallbacks = {"normal": normal_as_uniform, "qloguniform": drop_q}
+
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> OptunaSpace:
+        space = self.check(space, lossy)
+        return OptunaSpace(DefineByRun(tuple(space)), tuple(space))
+
+
+class OptunaSearcher(SearcherEntry):
+    name = "optuna"
+    doc = "Optuna's TPE sampler over a define-by-run space (conditions supported)"
+    model_based = True
+    compiler = OptunaCompiler()
+
+    def make(self, request: SearchRequest) -> Any:
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        compiled = self.compiler.compile(request.space, lossy=request.lossy)
+        points = request.points
+        return OptunaSearch(
+            space=compiled.native,
+            metric=request.metric,
+            mode=request.mode,
+            sampler=optuna.samplers.TPESampler(seed=request.seed),
+            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+        )
+
+
+ENTRIES = (OptunaSearcher(),)

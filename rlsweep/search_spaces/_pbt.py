@@ -1,11 +1,12 @@
-"""Compile a search space to PBT's ``hyperparam_mutations`` and PB2's ``hyperparam_bounds``."""
+"""PBT and PB2 mutation spaces: ``hyperparam_mutations`` and ``hyperparam_bounds`` compiled exactly, and the
+explore step that maps every perturbed value back into its declared domain."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlsweep.search_spaces._base import LOG_AS_LINEAR, SpaceCompiler
+from rlsweep.search_spaces._base import CompiledSpace, SpaceCompiler, log_as_linear
 from rlsweep.search_spaces._domains import (
     Choice,
     Fixed,
@@ -19,7 +20,7 @@ from rlsweep.search_spaces._domains import (
     SearchSpace,
     Uniform,
 )
-from rlsweep.search_spaces._tune import compile_domain
+from rlsweep.search_spaces._random import compile_domain
 
 # PBT resamples from the Tune domain (or perturbs by its factors); a choice mutates to one of its values.
 _PBT_HANDLERS = {
@@ -37,11 +38,12 @@ class PbtCompiler(SpaceCompiler):
 
     searcher = "pbt"
     role = "scheduler"
+    handlers = _PBT_HANDLERS
     hints = {"grid": "use 'choice'"}
 
-    def compile(self, space: SearchSpace, *, lossy: bool = False) -> dict[str, Any]:
-        space = self.check(space, _PBT_HANDLERS, lossy)
-        return {p.path: m for p in space if (m := _PBT_HANDLERS[p.domain.kind](p.domain)) is not None}
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> CompiledSpace:
+        space = self.check(space, lossy)
+        return CompiledSpace({p.path: m for p in space if (m := _PBT_HANDLERS[p.domain.kind](p.domain)) is not None}, tuple(space))
 
 
 # PB2 fits a GP over a box searched linearly: only linear continuous and integer ranges are exact.
@@ -57,15 +59,16 @@ class Pb2Compiler(SpaceCompiler):
 
     searcher = "pb2"
     role = "scheduler"
+    handlers = _PB2_HANDLERS
     hints = {
         kind: "PB2 models continuous ranges searched linearly; use 'uniform'/'randint', or scheduler 'pbt'"
         for kind in ("loguniform", "lograndint", "choice", "grid", "quniform", "qloguniform", "qrandint", "normal")
     }
-    fallbacks = {"loguniform": LOG_AS_LINEAR}
+    fallbacks = {"loguniform": log_as_linear}
 
-    def compile(self, space: SearchSpace, *, lossy: bool = False) -> dict[str, list[float]]:
-        space = self.check(space, _PB2_HANDLERS, lossy)
-        return {p.path: b for p in space if (b := _PB2_HANDLERS[p.domain.kind](p.domain)) is not None}
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> CompiledSpace:
+        space = self.check(space, lossy)
+        return CompiledSpace({p.path: b for p in space if (b := _PB2_HANDLERS[p.domain.kind](p.domain)) is not None}, tuple(space))
 
 
 def _clip(value: float, low: float, high: float) -> float:

@@ -1,23 +1,35 @@
-"""Trainables: RLlib config building, metric normalization, the timing split, checkpoints, pre-flight."""
+"""Trainables: the trial loop in named phases, RLlib config building, metric normalization, the timing
+split, pre-flight."""
 
-from rlsweep.trainables._config import RLSWEEP_DEFAULTS, algorithm_class, algorithm_names, build_config
+from rlsweep.trainables._config import (
+    RLSWEEP_DEFAULTS,
+    algorithm_class,
+    algorithm_names,
+    build_config,
+    settings_for,
+    trial_resources,
+)
+from rlsweep.trainables._loop import TrialLoop, TrialPlan, make_trainable, non_finite_losses, plan_for, train
 from rlsweep.trainables._metrics import RLLIB_KEYS, MetricNormalizer
 from rlsweep.trainables._preflight import extreme_draws, resource_problems, static_problems
 from rlsweep.trainables._timing import PhaseTimer
-from rlsweep.trainables._trainable import CHECKPOINT_META, make_trainable, train, trial_resources
 
 __all__ = [
-    "CHECKPOINT_META",
     "RLLIB_KEYS",
     "RLSWEEP_DEFAULTS",
     "MetricNormalizer",
     "PhaseTimer",
+    "TrialLoop",
+    "TrialPlan",
     "algorithm_class",
     "algorithm_names",
     "build_config",
     "extreme_draws",
     "make_trainable",
+    "non_finite_losses",
+    "plan_for",
     "resource_problems",
+    "settings_for",
     "static_problems",
     "train",
     "trial_resources",

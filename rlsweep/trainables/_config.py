@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
 import inspect
 import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from rlsweep._dotted import unflatten
+from rlsweep._envs import resolve_env
 from rlsweep.errors import Problem
 from rlsweep.spec import POLICIES_PATH, PolicySetup
 
@@ -48,35 +49,6 @@ def algorithm_class(name: str) -> type[Algorithm]:
     return ALGORITHMS[name]()[0]
 
 
-def resolve_env(env: str) -> Any:
-    """A gymnasium id stays a string; ``package.module:EnvClass`` becomes the class."""
-    if ":" in env:
-        module_name, _, attribute = env.partition(":")
-        module = importlib.import_module(module_name)
-        return getattr(module, attribute)
-    return env
-
-
-def env_problem(env: str) -> str | None:
-    """Why ``env`` cannot be made, or None."""
-    if ":" in env:
-        module_name, _, attribute = env.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            return f"cannot import module {module_name!r} ({exc})"
-        if not hasattr(module, attribute):
-            return f"module {module_name!r} has no attribute {attribute!r}"
-        return None
-    import gymnasium
-
-    try:
-        gymnasium.spec(env)
-    except gymnasium.error.Error as exc:
-        return f"not a registered gymnasium id: {exc}; for a custom env write 'package.module:EnvClass'"
-    return None
-
-
 def agent_ids(spec: SweepSpec) -> list[Any] | None:
     """The agent ids of a multi-agent env (made once with ``env_config``), or None for a single-agent env."""
     from ray.rllib.env.multi_agent_env import MultiAgentEnv
@@ -90,19 +62,6 @@ def agent_ids(spec: SweepSpec) -> list[Any] | None:
     finally:
         with contextlib.suppress(Exception):
             instance.close()
-
-
-def group_settings(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{"training.lr": 1e-3, "rl_module.model_config.fcnet_hiddens": [64]}`` ->
-    ``{"training": {"lr": 1e-3}, "rl_module": {"model_config": {"fcnet_hiddens": [64]}}}``."""
-    grouped: dict[str, dict[str, Any]] = {}
-    for path, value in settings.items():
-        method, *keys = path.split(".")
-        target = grouped.setdefault(method, {})
-        for key in keys[:-1]:
-            target = target.setdefault(key, {})
-        target[keys[-1]] = value
-    return grouped
 
 
 @lru_cache(maxsize=None)
@@ -160,7 +119,7 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
         config_logger.addFilter(_NEW_STACK_NOTICE)
     config = algorithm_class(spec.algorithm).get_default_config()
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
-    for method, arguments in group_settings(settings_for(spec, sampled)).items():
+    for method, arguments in unflatten(settings_for(spec, sampled)).items():
         getattr(config, method)(**arguments)
     setup = spec.policy_setup(sampled)
     if setup is not None:
@@ -229,3 +188,8 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
             hint = f"did you mean {near}?" if near else f"its arguments: {names}"
             problems.append(Problem(where, f"{spec.algorithm}Config.{method}() takes no argument {argument!r}; {hint}"))
     return problems
+
+
+def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any]) -> Any:
+    """The placement group one trial needs: RLlib's own request for its config (env runners, learners)."""
+    return algorithm_class(spec.algorithm).default_resource_request(build_config(spec, sampled))

@@ -12,48 +12,46 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rlsweep.metrics import HP_PREFIX
+from rlsweep import _compat
 
 
 def reapply_learning_rates(algo: Any) -> None:
     """Set every optimizer's learning rate to the value the trial's own config schedules now."""
 
     def reset(learner: Any) -> None:
-        for optimizer, schedule in learner._optimizer_lr_schedules.items():
-            learner._set_optimizer_lr(optimizer, schedule.get_current_value())
+        for optimizer, schedule in _compat.optimizer_learning_rates(learner).items():
+            _compat.set_optimizer_learning_rate(learner, optimizer, schedule.get_current_value())
 
     algo.learner_group.foreach_learner(reset)
 
 
 def in_effect(algo: Any, paths: Iterable[str]) -> dict[str, float]:
-    """``hp/<path>`` for each searched ``method.argument`` path whose running value is a number.
+    """Spec path -> running value, for each searched ``method.argument`` path whose value is a number.
 
     ``training.lr`` is the learner's optimizer learning rate; other ``training.*`` values come from the
     learner's own config (what the loss uses); other sections from the algorithm's config.
     """
     paths = list(paths)
-    if not paths:
+    if not paths or algo.learner_group is None:
         return {}
 
     def read(learner: Any) -> dict[str, float]:
         values: dict[str, float] = {}
+        schedules = _compat.optimizer_learning_rates(learner)
         for path in paths:
             method, _, rest = path.partition(".")
-            if path == "training.lr" and learner._optimizer_lr_schedules:
-                optimizer = next(iter(learner._optimizer_lr_schedules))
-                values[path] = float(learner._get_optimizer_lr(optimizer))
+            if path == "training.lr" and schedules:
+                values[path] = _compat.optimizer_learning_rate(learner, next(iter(schedules)))
                 continue
             value = _lookup(learner.config if method == "training" else algo.config, rest)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values[path] = float(value)
         return values
 
-    if algo.learner_group is None:
-        return {}
     # One result per learner (a RemoteCallResults of CallResults); all learners hold the same values.
     for call in algo.learner_group.foreach_learner(read):
         if call.ok:
-            return {HP_PREFIX + path: value for path, value in call.get().items()}
+            return dict(call.get())
     return {}
 
 

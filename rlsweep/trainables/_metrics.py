@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from rlsweep.metrics import RLLIB_PREFIX
+from rlsweep._dotted import flatten
 
 #: normalized name -> candidate RLlib key paths, first present wins (new API stack first).
 RLLIB_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -25,7 +25,7 @@ RLLIB_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
 CARRIED_FORWARD = ("return_mean", "return_min", "return_max", "episode_len_mean", "eval_return_mean")
 
 # Parts of RLlib's result that are not metrics of this iteration.
-_SKIPPED_TOP_LEVEL = {"config", "hostname", "node_ip", "pid", "date", "trial_id", "done", "timestamp"}
+_SKIPPED_TOP_LEVEL = frozenset({"config", "hostname", "node_ip", "pid", "date", "trial_id", "done", "timestamp"})
 
 
 def _lookup(result: Mapping[str, Any], path: tuple[str, ...]) -> Any:
@@ -50,20 +50,6 @@ def _scalar(value: Any) -> float | int | None:
     if isinstance(value, (int, float)):
         return value
     return None
-
-
-def flatten_numeric(result: Mapping[str, Any], prefix: str = "") -> dict[str, float | int]:
-    """RLlib's nested result as flat ``a/b/c`` keys, numbers only."""
-    flat: dict[str, float | int] = {}
-    for key, value in result.items():
-        if not prefix and key in _SKIPPED_TOP_LEVEL:
-            continue
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten_numeric(value, f"{name}/"))
-        elif (number := _scalar(value)) is not None:
-            flat[name] = number
-    return flat
 
 
 def first_present(result: Mapping[str, Any], name: str) -> float | int | None:
@@ -108,5 +94,5 @@ class MetricNormalizer:
 
 
 def rllib_section(result: Mapping[str, Any]) -> dict[str, float | int]:
-    """RLlib's own keys, reported beside the normalized ones under ``rllib/``."""
-    return {f"{RLLIB_PREFIX}{k}": v for k, v in flatten_numeric(result).items()}
+    """RLlib's own numeric keys as flat ``a/b/c`` names, reported beside the normalized ones."""
+    return flatten(result, "/", keep=_scalar, skip=_SKIPPED_TOP_LEVEL)

@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import replace
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rlsweep._envs import env_problem
 from rlsweep.errors import Problem
-from rlsweep.search_spaces import Choice, Fixed, Grid, Normal, Parameter, SearchSpace
-from rlsweep.trainables._config import (
-    agent_ids,
-    algorithm_names,
-    build_config,
-    env_problem,
-    path_problems,
-    settings_for,
-)
+from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace, random_draws
+from rlsweep.trainables._config import agent_ids, algorithm_names, build_config, path_problems, settings_for, trial_resources
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -66,20 +59,6 @@ def corner_draws(space: SearchSpace) -> list[dict[str, Any]]:
     return unique
 
 
-def sampled_draws(spec: SweepSpec, n: int) -> list[dict[str, Any]]:
-    """``n`` seeded random draws from the space (conditions respected), to catch what no corner shows."""
-    from rlsweep.schedulers._adapters import ConditionalRandomSearcher
-
-    if not len(spec.search_space):
-        return []
-    # A grid is drawn from like a choice here: the corners already cover its ends.
-    parameters = tuple(
-        replace(p, domain=Choice(p.domain.values)) if isinstance(p.domain, Grid) else p for p in spec.search_space
-    )
-    searcher = ConditionalRandomSearcher(parameters, metric=spec.metric.name, mode="max", seed=0)
-    return [searcher.suggest(f"preflight_{i}") or {} for i in range(n)]
-
-
 #: Random draws checked beside the corners.
 PREFLIGHT_SAMPLES = 8
 
@@ -114,7 +93,7 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     if problems:
         return problems
     seen: set[str] = set()
-    for draw in corner_draws(spec.search_space) + sampled_draws(spec, PREFLIGHT_SAMPLES):
+    for draw in corner_draws(spec.search_space) + random_draws(spec.search_space, PREFLIGHT_SAMPLES):
         try:
             build_config(spec, draw).validate()
         except Exception as exc:  # noqa: BLE001 - RLlib raises ValueError, TypeError, KeyError, ...
@@ -164,8 +143,6 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
 
 def resource_problems(spec: SweepSpec, cluster_cpus: float) -> tuple[list[Problem], float]:
     """Whether the largest trial fits the cluster; returns the problems and the CPUs one trial needs."""
-    from rlsweep.trainables._trainable import trial_resources
-
     needed = 0.0
     for draw in extreme_draws(spec.search_space):
         request = trial_resources(spec, draw)

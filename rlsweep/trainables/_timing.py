@@ -20,6 +20,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from rlsweep import _compat
+from rlsweep.metrics import TIMING_TOTAL
+
 #: RLlib timer keys (last element of the key tuple) -> phase.
 PHASE_OF_TIMER: dict[str, str] = {
     "env_runner_sampling_timer": "sample",
@@ -71,25 +74,21 @@ class PhaseTimer:
         self._open: dict[int, tuple[str, float]] = {}
         self.last: dict[str, float] = {}
         self._tap(algo.metrics)
-        learner_group = getattr(algo, "learner_group", None)
-        learner = getattr(learner_group, "_learner", None) if learner_group is not None else None
+        learner = _compat.local_learner(getattr(algo, "learner_group", None))
         if learner is not None and getattr(learner, "metrics", None) is not None:
             # A local learner (num_learners=0) runs in this process, possibly on its own thread.
             self._tap(learner.metrics)
 
     def _tap(self, logger: Any) -> None:
-        original = logger.log_time
         depth = threading.local()
 
-        def log_time(key: Any, *args: Any, **kwargs: Any) -> Any:
-            name = key[-1] if isinstance(key, tuple) else key
-            phase = PHASE_OF_TIMER.get(name)
-            inner = original(key, *args, **kwargs)
+        def on_block(key: Any, inner: Any) -> Any:
+            phase = PHASE_OF_TIMER.get(key[-1] if isinstance(key, tuple) else key)
             if phase is None or getattr(depth, "active", False):
                 return inner
             return self._timed(inner, phase, depth)
 
-        logger.log_time = log_time
+        _compat.tap_log_time(logger, on_block)
 
     @contextlib.contextmanager
     def _timed(self, inner: Any, phase: str, depth: threading.local) -> Iterator[Any]:
@@ -130,7 +129,7 @@ class PhaseTimer:
         total = end - start
         learn_s, sample_s = _length(learn), _length(sample)
         return {
-            "iteration_time_s": total,
+            TIMING_TOTAL: total,
             "sample_time_s": sample_s,
             "learn_time_s": learn_s,
             "other_time_s": max(0.0, total - sample_s - learn_s),

@@ -8,7 +8,7 @@ import pytest
 
 from rlsweep.analysis import load
 from rlsweep.errors import SweepError
-from rlsweep.trainables import CHECKPOINT_META
+from rlsweep.store import CHECKPOINT_META
 from tests.conftest import TINY_SPEC
 
 import yaml

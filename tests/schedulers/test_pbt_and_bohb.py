@@ -32,10 +32,10 @@ def test_a_restored_checkpoint_no_longer_carries_the_saving_trials_learning_rate
         mutated.restore_from_path(directory)
         before = in_effect(mutated, ["training.lr", "training.clip_param"])
         # RLlib alone: the optimizer runs the donor's rate until its next update resets it.
-        assert math.isclose(before["hp/training.lr"], 1e-3)
-        assert before["hp/training.clip_param"] == 0.3
+        assert math.isclose(before["training.lr"], 1e-3)
+        assert before["training.clip_param"] == 0.3
         reapply_learning_rates(mutated)
-        assert math.isclose(in_effect(mutated, ["training.lr"])["hp/training.lr"], 2e-4)
+        assert math.isclose(in_effect(mutated, ["training.lr"])["training.lr"], 2e-4)
     finally:
         mutated.stop()
 

@@ -131,7 +131,7 @@ def test_every_preset_is_a_valid_pairing(preset):
     doc["preset"] = preset
     doc["search_space"] = {"training.lr": {"uniform": [1e-4, 1e-3]}}
     spec = rlsweep.load_spec(doc, preflight=False)
-    assert spec.searcher.name == PRESETS[preset]["searcher"]["name"]
+    assert spec.searcher.name == PRESETS[preset]["searcher"]
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,15 @@ import pytest
 from bayes_opt import BayesianOptimization
 
 from rlsweep.errors import IncompatibleError
-from rlsweep.schedulers._adapters import BayesOptSearcher
-from rlsweep.search_spaces import BayesOptCompiler, parse_search_space
+from rlsweep.search_spaces._bayesopt import BayesOptTuneSearcher as BayesOptSearcher
+from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces._bayesopt import BayesOptCompiler
 
 
 def test_seeded_suggestions_match_hand_built_optimizer_in_log_space():
     space, _ = parse_search_space({"training.lr": {"loguniform": [1e-5, 1e-1]}, "training.gamma": {"uniform": [0.9, 0.999]}})
     compiled = BayesOptCompiler().compile(space)
-    assert compiled.pbounds["training.lr"] == (math.log(1e-5), math.log(1e-1))
+    assert compiled.native["training.lr"] == (math.log(1e-5), math.log(1e-1))
     ours = BayesOptSearcher(compiled, metric="m", mode="max", seed=3)
     theirs = BayesianOptimization(
         f=None, pbounds={"training.lr": (math.log(1e-5), math.log(1e-1)), "training.gamma": (0.9, 0.999)},

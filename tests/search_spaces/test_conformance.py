@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import rlsweep
 from rlsweep.errors import IncompatibleError, SpecError
-from rlsweep.schedulers import SEARCHERS
+from rlsweep.search_spaces import SEARCHERS
 from rlsweep.search_spaces import parse_search_space
 
 BASE = {"algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 1000, "trials": 2}}

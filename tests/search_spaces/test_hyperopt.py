@@ -10,7 +10,8 @@ from hyperopt import hp
 from hyperopt.pyll import stochastic
 
 from rlsweep.errors import IncompatibleError
-from rlsweep.search_spaces import HyperOptCompiler, parse_search_space
+from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces._hyperopt import HyperOptCompiler
 
 
 def test_seeded_draws_match_hand_written_hyperopt():
@@ -30,7 +31,7 @@ def test_seeded_draws_match_hand_written_hyperopt():
         "training.minibatch_size": hp.choice("training.minibatch_size", [64, 128, 256]),
     }
     for seed in range(10):
-        ours = compiled.decode(stochastic.sample(compiled.space, rng=np.random.default_rng(seed)))
+        ours = compiled.decode(stochastic.sample(compiled.native, rng=np.random.default_rng(seed)))
         theirs = stochastic.sample(by_hand, rng=np.random.default_rng(seed))
         assert ours == {k: (int(v) if k == "training.num_epochs" else v) for k, v in theirs.items()}
         assert type(ours["training.num_epochs"]) is int and type(ours["training.minibatch_size"]) is int
@@ -45,7 +46,7 @@ def test_conditions_become_nested_choices_and_inactive_parameters_are_absent():
         }
     )
     compiled = HyperOptCompiler().compile(space)
-    draws = [compiled.decode(stochastic.sample(compiled.space, rng=np.random.default_rng(s))) for s in range(40)]
+    draws = [compiled.decode(stochastic.sample(compiled.native, rng=np.random.default_rng(s))) for s in range(40)]
     assert {d["training.use_kl_loss"] for d in draws} == {True, False}
     for draw in draws:
         assert ("training.kl_coeff" in draw) == draw["training.use_kl_loss"]

@@ -6,7 +6,8 @@ import optuna
 import pytest
 
 from rlsweep.errors import IncompatibleError
-from rlsweep.search_spaces import OptunaCompiler, parse_search_space
+from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces._optuna import OptunaCompiler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -33,7 +34,7 @@ def test_seeded_draws_match_hand_written_optuna():
         }
     )
     assert not problems
-    compiled = OptunaCompiler().compile(space)
+    compiled = OptunaCompiler().compile(space).native
 
     def by_hand(trial):
         return {
@@ -50,7 +51,7 @@ def test_seeded_draws_match_hand_written_optuna():
 
 def test_choices_of_lists_come_back_as_the_declared_objects():
     space, _ = parse_search_space({"rl_module.model_config.fcnet_hiddens": {"choice": [[64, 64], [256, 256]]}})
-    values = [d["rl_module.model_config.fcnet_hiddens"] for d in draws(OptunaCompiler().compile(space), n=30)]
+    values = [d["rl_module.model_config.fcnet_hiddens"] for d in draws(OptunaCompiler().compile(space).native, n=30)]
     assert {tuple(v) for v in values} == {(64, 64), (256, 256)}
     assert all(type(v) is list and all(type(x) is int for x in v) for v in values)
 
@@ -62,7 +63,7 @@ def test_inactive_conditional_parameters_are_absent():
             "training.kl_coeff": {"uniform": [0.1, 0.3], "when": {"training.use_kl_loss": True}},
         }
     )
-    results = draws(OptunaCompiler().compile(space), n=40)
+    results = draws(OptunaCompiler().compile(space).native, n=40)
     assert any(r["training.use_kl_loss"] for r in results) and not all(r["training.use_kl_loss"] for r in results)
     for r in results:
         assert ("training.kl_coeff" in r) == r["training.use_kl_loss"]
@@ -71,12 +72,12 @@ def test_inactive_conditional_parameters_are_absent():
 def test_normal_domain_is_refused_with_the_parameter_named():
     space, _ = parse_search_space({"training.lr": {"normal": [0.001, 0.0001]}})
     with pytest.raises(IncompatibleError) as info:
-        OptunaCompiler().compile(space)
+        OptunaCompiler().compile(space).native
     assert info.value.problems[0].path == "search_space.training.lr"
     assert "searcher 'optuna' cannot express a 'normal' domain" in info.value.problems[0].message
 
 
 def test_quantized_floats_step_through_exactly_the_multiples_of_q():
     space, _ = parse_search_space({"training.clip_param": {"quniform": [0.1, 0.4, 0.1]}})
-    values = {round(d["training.clip_param"], 9) for d in draws(OptunaCompiler().compile(space), n=60)}
+    values = {round(d["training.clip_param"], 9) for d in draws(OptunaCompiler().compile(space).native, n=60)}
     assert values == {0.1, 0.2, 0.3, 0.4}

@@ -6,7 +6,8 @@ import pytest
 from ray import tune
 
 from rlsweep.errors import IncompatibleError
-from rlsweep.search_spaces import Pb2Compiler, PbtCompiler, parse_search_space
+from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces._pbt import IntoDomains, Pb2Compiler, PbtCompiler
 
 
 def test_pbt_mutations_resample_from_the_same_domains():
@@ -18,7 +19,7 @@ def test_pbt_mutations_resample_from_the_same_domains():
             "training.gamma": 0.99,
         }
     )
-    mutations = PbtCompiler().compile(space)
+    mutations = PbtCompiler().compile(space).native
     assert set(mutations) == {"training.lr", "training.num_epochs", "rl_module.model_config.fcnet_hiddens"}
     assert list(mutations["training.lr"].sample(size=10, random_state=1)) == list(tune.loguniform(1e-5, 1e-2).sample(size=10, random_state=1))
     assert list(mutations["training.num_epochs"].sample(size=10, random_state=1)) == list(tune.randint(1, 11).sample(size=10, random_state=1))
@@ -33,7 +34,7 @@ def test_pb2_takes_linear_ranges_only_and_says_so():
     assert problem.path == "search_space.training.lr"
     assert problem.message.startswith("scheduler 'pb2' cannot express a 'loguniform' domain exactly")
     with pytest.warns(UserWarning, match="searched linearly"):
-        bounds = Pb2Compiler().compile(space, lossy=True)
+        bounds = Pb2Compiler().compile(space, lossy=True).native
     assert bounds == {"training.gamma": [0.9, 0.99], "training.lr": [1e-5, 1e-2]}
 
 
@@ -44,7 +45,6 @@ def test_explored_values_stay_inside_their_declared_domains():
     import numpy as np
     from ray.tune.schedulers.pbt import _explore
 
-    from rlsweep.search_spaces import IntoDomains
 
     space, _ = parse_search_space(
         {
@@ -53,7 +53,7 @@ def test_explored_values_stay_inside_their_declared_domains():
             "training.clip_param": {"quniform": [0.1, 0.4, 0.05]},
         }
     )
-    mutations = PbtCompiler().compile(space)
+    mutations = PbtCompiler().compile(space).native
     into = IntoDomains(space)
     random.seed(0)
     for config in ({"training.lr": 1e-3, "training.num_epochs": 20, "training.clip_param": 0.4},

@@ -6,7 +6,8 @@ import ConfigSpace as CS
 import pytest
 
 from rlsweep.errors import IncompatibleError
-from rlsweep.search_spaces import ConfigSpaceCompiler, parse_search_space
+from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces._bohb import ConfigSpaceCompiler
 
 
 def test_seeded_draws_match_hand_built_configspace():
@@ -26,7 +27,7 @@ def test_seeded_draws_match_hand_built_configspace():
         CS.UniformIntegerHyperparameter("training.train_batch_size", 1, 4),
         CS.CategoricalHyperparameter("training.minibatch_size", ["64", "128"]),
     )
-    ours = [compiled.decode(dict(c)) for c in compiled.space.sample_configuration(20)]
+    ours = [compiled.decode(dict(c)) for c in compiled.native.sample_configuration(20)]
     theirs = [dict(c) for c in by_hand.sample_configuration(20)]
     for a, b in zip(ours, theirs):
         assert a["training.lr"] == b["training.lr"]
@@ -45,7 +46,7 @@ def test_conditions_and_inactive_parameters():
         }
     )
     compiled = ConfigSpaceCompiler().compile(space, seed=1)
-    draws = [compiled.decode(dict(c)) for c in compiled.space.sample_configuration(30)]
+    draws = [compiled.decode(dict(c)) for c in compiled.native.sample_configuration(30)]
     assert {d["training.use_kl_loss"] for d in draws} == {True, False}
     for draw in draws:
         assert ("training.kl_coeff" in draw) == draw["training.use_kl_loss"]
@@ -58,4 +59,4 @@ def test_quantized_log_domain_is_refused_unless_lossy():
     assert "searcher 'bohb' cannot express a 'qloguniform' domain exactly" in str(info.value)
     with pytest.warns(UserWarning, match="quantization q=0.0001 dropped"):
         compiled = ConfigSpaceCompiler().compile(space, lossy=True)
-    assert compiled.space["training.lr"].log
+    assert compiled.native["training.lr"].log

@@ -6,7 +6,8 @@ import pytest
 from ray import tune
 
 from rlsweep.errors import IncompatibleError
-from rlsweep.search_spaces import TuneCompiler, parse_search_space
+from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces._random import TuneCompiler
 
 CASES = [
     ({"uniform": [0.9, 0.99]}, tune.uniform(0.9, 0.99)),
@@ -25,7 +26,7 @@ CASES = [
 def compile_one(entry):
     space, problems = parse_search_space({"training.x": entry})
     assert not problems
-    return TuneCompiler().compile(space)["training.x"]
+    return TuneCompiler().compile(space).native["training.x"]
 
 
 @pytest.mark.parametrize(("entry", "native"), CASES, ids=[next(iter(e)) for e, _ in CASES])

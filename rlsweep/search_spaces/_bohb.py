@@ -1,4 +1,5 @@
-"""Compile a search space to a ConfigSpace ``ConfigurationSpace`` (for BOHB), conditions included.
+"""BOHB: a ConfigSpace ``ConfigurationSpace`` (conditions included) for Tune's ``TuneBOHB``, which runs
+only beside the 'bohb' scheduler (HyperBand for BOHB).
 
 Choices become categorical hyperparameters over labels (``repr`` of each value) and are decoded back to
 the declared objects, so BOHB's ``np.str_`` values never reach a trial. Quantized linear domains become
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsweep.errors import IncompatibleError, Problem
-from rlsweep.search_spaces._base import DROP_Q, SpaceCompiler
+from rlsweep.search_spaces._base import CompiledSpace, SearcherEntry, SearchRequest, SpaceCompiler, drop_q
 from rlsweep.search_spaces._domains import (
     Choice,
     Fixed,
@@ -66,13 +67,10 @@ _HANDLERS: dict[str, Callable[[str, Any], Any]] = {
 
 
 @dataclass(frozen=True)
-class ConfigSpaceSpace:
-    """The compiled space and its decoder."""
+class ConfigSpaceSpace(CompiledSpace):
+    """The ``ConfigurationSpace`` and the codec between its values and the declared ones."""
 
-    space: Any
-    parameters: tuple[Parameter, ...]
-
-    def decode(self, suggestion: Mapping[str, Any]) -> dict[str, Any]:
+    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
         flat: dict[str, Any] = {}
         for parameter in self.parameters:
             domain = parameter.domain
@@ -80,9 +78,9 @@ class ConfigSpaceSpace:
                 if parameter.is_active(flat):
                     flat[parameter.path] = domain.value
                 continue
-            if parameter.path not in suggestion:
+            if parameter.path not in native:
                 continue
-            value = suggestion[parameter.path]
+            value = native[parameter.path]
             if isinstance(domain, Choice):
                 flat[parameter.path] = domain.values[_labels(domain).index(str(value))]
             elif isinstance(domain, (QUniform, QRandInt)):
@@ -93,12 +91,12 @@ class ConfigSpaceSpace:
                 flat[parameter.path] = float(value)
         return flat
 
-    def encode(self, point: Mapping[str, Any]) -> dict[str, Any]:
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """A flat rlsweep config -> ConfigSpace values (choices as labels), for ``points_to_evaluate``."""
         encoded = {}
         for parameter in self.parameters:
-            if parameter.path in point and not isinstance(parameter.domain, Fixed):
-                value, domain = point[parameter.path], parameter.domain
+            if parameter.path in config and not isinstance(parameter.domain, Fixed):
+                value, domain = config[parameter.path], parameter.domain
                 if isinstance(domain, Choice):
                     value = repr(value)
                 elif isinstance(domain, (QUniform, QRandInt)):
@@ -112,15 +110,16 @@ class ConfigSpaceCompiler(SpaceCompiler):
 
     searcher = "bohb"
     supports_conditions = True
+    handlers = _HANDLERS
 
     hints = {
         "qloguniform": "ConfigSpace 1.x has no quantization on a log scale; use 'loguniform' or 'lograndint'",
         "grid": "use 'choice', or searcher 'grid'",
     }
-    fallbacks = {"qloguniform": DROP_Q}
+    fallbacks = {"qloguniform": drop_q}
 
     def compile(self, space: SearchSpace, *, lossy: bool = False, seed: int | None = None) -> ConfigSpaceSpace:
-        space = self.check(space, _HANDLERS, lossy)
+        space = self.check(space, lossy)
         cs = _cs()
         problems = []
         configuration_space = cs.ConfigurationSpace(seed=seed)
@@ -151,4 +150,36 @@ class ConfigSpaceCompiler(SpaceCompiler):
                 configuration_space.add(cs.AndConjunction(*conditions))
         if problems:
             raise IncompatibleError(problems)
-        return ConfigSpaceSpace(space=configuration_space, parameters=tuple(space))
+        return ConfigSpaceSpace(configuration_space, tuple(space))
+
+
+class BohbSearcher(SearcherEntry):
+    name = "bohb"
+    doc = "BOHB's model over a ConfigSpace space (conditions supported); pairs with the 'bohb' scheduler"
+    model_based = True
+    provides = frozenset({"bohb_model"})
+    requires = frozenset({"bohb_budgets"})
+    requires_reason = (
+        "BOHB's model is fitted per budget, and only the 'bohb' scheduler (HyperBandForBOHB) tells it the budgets; "
+        "use preset 'bohb', or searcher 'optuna'/'hyperopt' with another scheduler"
+    )
+    compiler = ConfigSpaceCompiler()
+
+    def make(self, request: SearchRequest) -> Any:
+        from ray.tune.search.bohb import TuneBOHB
+
+        from rlsweep.search_spaces._searcher import DecodingSearcher
+
+        compiled = self.compiler.compile(request.space, lossy=request.lossy, seed=request.seed)
+        points = request.points
+        searcher = TuneBOHB(
+            space=compiled.native,
+            metric=request.metric,
+            mode=request.mode,
+            seed=request.seed,
+            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+        )
+        return DecodingSearcher(searcher, compiled.decode)
+
+
+ENTRIES = (BohbSearcher(),)

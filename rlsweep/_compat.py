@@ -1,0 +1,127 @@
+"""Every Ray/RLlib private internal rlsweep touches, in one place, each with the version it was written
+against and why. Tested against Ray 2.60.0 (``constraints.txt``); on an upgrade, this file is the list to
+check. Nothing else in the package names a private attribute of Ray or RLlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+RAY_VERSION = "2.60.0"
+
+
+# --- RLlib learners (ray.rllib.core.learner.learner.Learner) ------------------------------------------
+
+
+def optimizer_learning_rates(learner: Any) -> dict[Any, Any]:
+    """optimizer -> its learning-rate schedule. Ray 2.60: ``Learner._optimizer_lr_schedules``.
+
+    Why: PBT restores a trial from another's checkpoint, whose optimizer state carries the donor's rate;
+    RLlib resets it from the config only after the next update (measured, PPO), so rlsweep resets it.
+    """
+    return dict(getattr(learner, "_optimizer_lr_schedules", {}) or {})
+
+
+def set_optimizer_learning_rate(learner: Any, optimizer: Any, value: float) -> None:
+    """Ray 2.60: ``Learner._set_optimizer_lr`` (no public setter)."""
+    learner._set_optimizer_lr(optimizer, value)
+
+
+def optimizer_learning_rate(learner: Any, optimizer: Any) -> float:
+    """Ray 2.60: ``Learner._get_optimizer_lr`` (the rate the optimizer holds now, not the config's)."""
+    return float(learner._get_optimizer_lr(optimizer))
+
+
+def local_learner(learner_group: Any) -> Any:
+    """The learner running in this process (``num_learners=0``), or None. Ray 2.60:
+    ``LearnerGroup._learner``. Why: its metrics logger times the learner's updates, which the timing
+    split taps."""
+    return getattr(learner_group, "_learner", None) if learner_group is not None else None
+
+
+def tap_log_time(logger: Any, on_block: Callable[[Any, Any], Any]) -> None:
+    """Wrap ``MetricsLogger.log_time(key)`` on one logger instance: ``on_block(key, block)`` receives each
+    timing context manager and returns the one to use. Ray 2.60: every algorithm times its sampling and
+    learning through ``log_time`` blocks, and its ``timers/*`` results are smoothed across iterations, so
+    the block boundaries are the only per-iteration times."""
+    original = logger.log_time
+
+    def log_time(key: Any, *args: Any, **kwargs: Any) -> Any:
+        return on_block(key, original(key, *args, **kwargs))
+
+    logger.log_time = log_time
+
+
+# --- Tune sessions -------------------------------------------------------------------------------------
+
+
+def write_trial_file(name: str, text: str) -> None:
+    """Write a file into the running trial's folder in the experiment's storage (local or a pyarrow URI).
+    Ray 2.60: ``tune.get_context().get_storage()`` (a DeveloperAPI ``StorageContext``); the trial's own
+    working directory is a temporary folder that is not synced by default."""
+    from ray import tune
+
+    storage = tune.get_context().get_storage()
+    storage.storage_filesystem.create_dir(storage.trial_fs_path)
+    with storage.storage_filesystem.open_output_stream(f"{storage.trial_fs_path}/{name}") as out:
+        out.write(text.encode())
+
+
+# --- Tune search --------------------------------------------------------------------------------------
+
+
+def variant_configs(param_space: dict[str, Any], seed: int | None) -> Iterator[dict[str, Any]]:
+    """Configs in the order ``BasicVariantGenerator(random_state=seed)`` draws them. Ray 2.60:
+    ``generate_variants`` and ``_BackwardsCompatibleNumpyRng`` (``rlsweep sample`` shows what a sweep will
+    try without running one)."""
+    import copy
+
+    from ray.tune.search.sample import _BackwardsCompatibleNumpyRng
+    from ray.tune.search.variant_generator import generate_variants
+
+    rng = _BackwardsCompatibleNumpyRng(seed)
+    while True:
+        for _, variant in generate_variants({"config": copy.deepcopy(param_space)}, random_state=rng):
+            yield dict(variant["config"])
+
+
+def hyperopt_search_with_encoded_points() -> type:
+    """Ray's ``HyperOptSearch`` given ``points_to_evaluate`` already in HyperOpt's own encoding. Ray 2.60:
+    its ``_convert_categories_to_indices`` walks nested dict values into the space and hangs or fails on
+    nested ``hp.choice`` branches; rlsweep encodes points itself, so that conversion is skipped.
+
+    Made on first use (it imports HyperOpt) and kept as this module's ``EncodedPointsHyperOptSearch``, so
+    Tune can pickle a searcher by reference."""
+    cls = globals().get("EncodedPointsHyperOptSearch")
+    if cls is None:
+        from ray.tune.search.hyperopt import HyperOptSearch
+
+        class EncodedPointsHyperOptSearch(HyperOptSearch):
+            def _convert_categories_to_indices(self, config: dict) -> None:
+                return None
+
+        EncodedPointsHyperOptSearch.__qualname__ = "EncodedPointsHyperOptSearch"
+        cls = globals()["EncodedPointsHyperOptSearch"] = EncodedPointsHyperOptSearch
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # Unpickling a saved searcher looks the class up here before anything made it.
+    if name == "EncodedPointsHyperOptSearch":
+        return hyperopt_search_with_encoded_points()
+    raise AttributeError(name)
+
+
+# --- Tune schedulers ----------------------------------------------------------------------------------
+
+
+def set_hyperband_brackets(scheduler: Any, brackets: int) -> None:
+    """Ray 2.60: ``HyperBandScheduler._s_max_1`` (brackets are sized from ``max_t`` alone, as if the
+    smallest useful budget were one time unit; in env steps that plans thousands of tiny trials)."""
+    scheduler._s_max_1 = brackets
+
+
+def hyperband_clock(scheduler: Any) -> tuple[str, int]:
+    """``(time_attr, max_t)`` of a HyperBand scheduler. Ray 2.60: ``_time_attr`` and ``_max_t_attr``."""
+    return scheduler._time_attr, scheduler._max_t_attr

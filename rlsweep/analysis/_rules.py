@@ -1,0 +1,73 @@
+"""Selection rules: how a trial's history is scored to pick the best trial and checkpoint. A rule is
+parsed once, where a user gives it (``--rule avg-last-3``), into a :class:`SelectionRule` value."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rlsweep.errors import UsageError
+
+RULE_HELP = (
+    "last | max | avg-last-N (mean of the last N reports; default avg-last-3) | eval (the top 3 by avg-last-3, "
+    "re-evaluated greedily on fresh seeds)"
+)
+_RULE = re.compile(r"^(last|max|eval|avg-last-(\d+))$")
+
+
+@dataclass(frozen=True)
+class SelectionRule:
+    """``last`` (final value), ``max`` (best value ever reported; min for mode min), ``avg-last`` with
+    ``n`` (mean of the last n reports, robust to a single noisy peak), ``eval`` (the top trials under the
+    default rule re-evaluated greedily on fresh seeds)."""
+
+    kind: Literal["last", "max", "avg-last", "eval"]
+    n: int = 1
+
+    @classmethod
+    def parse(cls, rule: str | SelectionRule) -> SelectionRule:
+        """Raises :class:`UsageError` naming ``--rule`` for anything but the forms above."""
+        if isinstance(rule, SelectionRule):
+            return rule
+        match = _RULE.match(str(rule))
+        if match is None:
+            raise UsageError(f"unknown rule {rule!r}; expected {RULE_HELP}", "--rule")
+        if match.group(2) is None:
+            return cls(match.group(1))  # type: ignore[arg-type]
+        n = int(match.group(2))
+        if n < 1:
+            raise UsageError(f"N in avg-last-N must be >= 1, got {rule!r}", "--rule")
+        return cls("avg-last", n)
+
+    def __str__(self) -> str:
+        return f"avg-last-{self.n}" if self.kind == "avg-last" else self.kind
+
+    def score(self, values: Sequence[float], end: int, mode: str) -> float:
+        """The rule's score of a history up to and including index ``end`` (NaN where nothing counts)."""
+        window = [v for v in values[: end + 1] if not math.isnan(v)]
+        if not window:
+            return math.nan
+        if self.kind == "max":
+            return max(window) if mode == "max" else min(window)
+        if self.kind == "avg-last":
+            tail = window[-self.n :]
+            return sum(tail) / len(tail)
+        return window[-1]
+
+    def at_checkpoint(self) -> SelectionRule:
+        """How a checkpoint is scored under this rule: by the reports up to the one it was saved with.
+        Under ``max`` that is its own value (a running maximum would let a later checkpoint inherit an
+        earlier peak)."""
+        return SelectionRule("last") if self.kind == "max" else self
+
+
+#: The rule ``best()`` and the CLI use unless told otherwise, and that picks the ``eval`` rule's candidates.
+DEFAULT_RULE = SelectionRule("avg-last", 3)
+#: The ``eval`` rule re-evaluates this many trials, for this many episodes on each seed.
+EVAL_CANDIDATES = 3
+EVAL_EPISODES = 10
+#: Evaluation env seeds: fixed, so two evaluations compare, and unlikely to be ones a trial trained on.
+DEFAULT_EVAL_SEEDS: tuple[int, ...] = (100_003, 100_019, 100_043)

@@ -1,0 +1,113 @@
+"""The Python API: run a sweep, then pick its best trial and log it to MLflow; resume; sample.
+
+Each function composes the stages: :mod:`rlsweep.sweep` runs trials into the experiment directory, and
+:mod:`rlsweep.analysis` reads that directory back. Neither stage imports the other.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlsweep import sweep
+from rlsweep.analysis import Best, load, live_logger
+from rlsweep.errors import ExportError, IncompatibleError, SpecError
+from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
+from rlsweep.spec import SweepSpec
+
+log = logging.getLogger("rlsweep")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What :func:`run` hands back.
+
+    Attributes:
+        path: The experiment directory (Tune's layout, plus the spec rlsweep ran).
+        best: The best trial and checkpoint under the default selection rule, or None if no trial reported.
+        mlflow_run_id: The sweep's parent run in MLflow, when it was exported.
+        errored_trials: How many trials ended in an error.
+        export_error: Why the MLflow export failed, if it did (rerun ``rlsweep export`` to complete it).
+    """
+
+    path: Path
+    best: Best | None
+    mlflow_run_id: str | None
+    errored_trials: int
+    export_error: str | None = None
+
+
+def _live_callbacks(spec: SweepSpec, path: Path, sweep_id: str) -> list[Any]:
+    return [live_logger(spec, path, sweep_id)] if spec.mlflow is not None and spec.mlflow.live else []
+
+
+def _finish(spec: SweepSpec, path: Path, errored: int) -> SweepResult:
+    swept = load(path)
+    best = swept.best() if swept.has_results() else None
+    run_id, export_error = None, None
+    if spec.mlflow is not None and spec.mlflow.export:
+        try:
+            run_id = swept.to_mlflow()
+        except ExportError as exc:
+            # The sweep's results are on disk; a failed export must not hide them.
+            export_error = str(exc)
+            log.warning("%s", exc)
+    return SweepResult(path=path, best=best, mlflow_run_id=run_id, errored_trials=errored, export_error=export_error)
+
+
+def run(
+    spec: SweepSpec,
+    *,
+    storage: str | None = None,
+    address: str | None = None,
+    verbose: int = 1,
+    stopper: Any = None,
+) -> SweepResult:
+    """Run a validated sweep to the end, pick the best trial, and export it to MLflow if the spec says so.
+
+    Args:
+        spec: From :func:`rlsweep.load_spec`.
+        storage: Overrides ``spec.storage``.
+        address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
+        verbose: 0 prints nothing; 1 prints a line per trial result and per finished trial.
+        stopper: An extra ``ray.tune.Stopper`` beside the spec's ``stop`` thresholds, e.g. one that ends
+            the whole sweep once a condition holds (``benchmarks/time_to_solve.py``).
+
+    Raises:
+        IncompatibleError: A trial cannot fit the cluster.
+    """
+    path, errored = sweep.run(
+        spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks
+    )
+    return _finish(spec, path, errored)
+
+
+def resume(path: str | Path, *, spec_path: str | Path | None = None, address: str | None = None) -> SweepResult:
+    """Continue an interrupted sweep; finished trials are not rerun. See :func:`rlsweep.sweep.resume`.
+
+    Raises:
+        SpecError: the spec was edited since the sweep started (the differences are listed).
+        SweepError: the directory is not a resumable rlsweep experiment.
+    """
+    root, spec, errored = sweep.resume(path, spec_path=spec_path, address=address)
+    return _finish(spec, root, errored)
+
+
+def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:
+    """The first ``n`` configs the spec's searcher (or ``searcher``) would try, without running a trial.
+
+    Configs are flat, keyed by the spec's parameter paths; inactive conditional parameters are absent.
+
+    Raises:
+        IncompatibleError: ``searcher`` cannot express the spec's search space.
+    """
+    if searcher is not None and searcher != spec.searcher.name:
+        if searcher not in SEARCHERS:
+            raise SpecError(f"unknown searcher {searcher!r}; expected one of {sorted(SEARCHERS)}", "--searcher")
+        resolved, problems = resolve(with_searcher(spec, searcher))
+        if resolved is None:
+            raise IncompatibleError(problems)
+        spec = resolved
+    return SEARCHERS[str(spec.searcher.name)].sample(search_request(spec), n)

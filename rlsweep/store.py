@@ -1,0 +1,342 @@
+"""The experiment store: the one owner of an experiment directory's layout.
+
+An experiment directory is Ray Tune's (``experiment_state-*.json``, one folder per trial with
+``params.json``, ``result.json``, ``error.txt`` and ``checkpoint_*`` folders) plus rlsweep's files:
+
+- ``rlsweep_spec.yaml``: the spec as it ran, for a user to read and edit (a resume refuses edits);
+- ``rlsweep.json``: the sweep's info (its id, when it started, the spec document as it ran, and what
+  readers must know about its trials, e.g. whether they restore other trials' checkpoints);
+- in each trial folder, ``rlsweep_trial.json``: every setting the trial ran with and its seed, written
+  by the trial when it starts, so an export logs what ran (not today's defaults) and needs no Ray;
+- in each checkpoint, ``rlsweep_checkpoint.json``: the metrics when it was taken and the state the
+  trial needs to continue from it.
+
+Every file name and every Tune key rlsweep reads is named here and nowhere else. The writers are used by
+the sweep and the trials, the readers by the analysis; this module depends on none of them, so a
+directory can be read after the driver exited or crashed, on another machine, while a sweep still writes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlsweep.errors import SweepError
+from rlsweep.metrics import ENV_STEPS, env_steps
+
+log = logging.getLogger("rlsweep")
+
+# --- rlsweep's files -----------------------------------------------------------------------------------
+SPEC_FILE = "rlsweep_spec.yaml"
+SWEEP_FILE = "rlsweep.json"
+TRIAL_FILE = "rlsweep_trial.json"
+CHECKPOINT_META = "rlsweep_checkpoint.json"
+
+# --- Tune's files and keys (Ray 2.60) -------------------------------------------------------------------
+RESULT_FILE = "result.json"
+PARAMS_FILE = "params.json"
+ERROR_FILE = "error.txt"
+STATE_GLOB = "experiment_state-*.json"
+CHECKPOINT_GLOB = "checkpoint_*"
+#: Keys Tune adds to every result row.
+TRIAL_ID_KEY, CONFIG_KEY, DONE_KEY, TIMESTAMP_KEY = "trial_id", "config", "done", "timestamp"
+#: Tune appends each failure to error.txt under this heading.
+FAILURE_HEADING = "Failure # "
+
+#: Tune's trial states, as rlsweep reports them.
+TERMINATED, ERROR, RUNNING, PENDING, PAUSED = "TERMINATED", "ERROR", "RUNNING", "PENDING", "PAUSED"
+
+
+# --- the sweep -----------------------------------------------------------------------------------------
+
+
+def new_experiment_dir(storage: str | Path, name: str) -> Path:
+    """A new folder under ``storage`` for a sweep: its name, dated if that one is taken."""
+    root = Path(storage).expanduser().resolve()
+    path = root / name
+    if path.exists():
+        path = root / f"{name}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+    return path
+
+
+def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any], **facts: Any) -> str:
+    """Make the experiment directory with the spec and the sweep's info; returns the new sweep id.
+
+    Args:
+        facts: What readers must know about the sweep's trials (``restores_other_trials``), kept in the
+            sweep info.
+    """
+    path.mkdir(parents=True, exist_ok=False)
+    (path / SPEC_FILE).write_text(spec_yaml)
+    sweep_id = uuid.uuid4().hex
+    # The spec as it ran, kept apart from the YAML file, so an edit before a resume is found and listed.
+    info = {"sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "spec": dict(document), **facts}
+    (path / SWEEP_FILE).write_text(json.dumps(info, default=str))
+    return sweep_id
+
+
+def read_sweep_info(path: Path) -> dict[str, Any]:
+    """The sweep's info. Raises :class:`SweepError` where ``path`` is no rlsweep experiment directory."""
+    try:
+        info = json.loads((path / SWEEP_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE}: {exc})") from None
+    if not isinstance(info, dict) or "sweep_id" not in info:
+        raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE} has no sweep_id)")
+    return info
+
+
+def spec_file(path: Path) -> Path:
+    return path / SPEC_FILE
+
+
+def has_tune_state(path: Path) -> bool:
+    """Whether Tune saved an experiment state here (it does once the first trial starts)."""
+    return any(path.glob(STATE_GLOB))
+
+
+# --- a trial: written by the trial itself ----------------------------------------------------------------
+
+
+def write_trial_settings(write: Callable[[str, str], None], settings: Mapping[str, Any]) -> None:
+    """Record every setting a trial runs with, as the trial starts; ``write(file name, text)`` puts a file
+    in the trial's folder in the experiment's storage."""
+    write(TRIAL_FILE, json.dumps(dict(settings), default=str))
+
+
+def read_trial_settings(trial_dir: Path) -> dict[str, Any] | None:
+    try:
+        settings = json.loads((trial_dir / TRIAL_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
+def write_checkpoint_meta(directory: str | Path, meta: Mapping[str, Any]) -> None:
+    """What a checkpoint holds besides RLlib's files: ``metrics`` when it was taken, and whatever the trial
+    needs to continue from it."""
+    Path(directory, CHECKPOINT_META).write_text(json.dumps(dict(meta), default=str))
+
+
+def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
+    """Raises :class:`SweepError` for a checkpoint rlsweep did not write (or cut off by a crash)."""
+    try:
+        meta = json.loads(Path(directory, CHECKPOINT_META).read_text())
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({exc})") from None
+    return meta
+
+
+# --- reading trials --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    path: Path
+    metrics: Mapping[str, Any]
+
+    @property
+    def env_steps(self) -> int:
+        return env_steps(self.metrics)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial as found on disk.
+
+    Attributes:
+        config: The trial's draw (PBT/PB2: as mutated at its last result), keyed by spec paths.
+        rows: Its result rows, work redone after a restore counted once.
+        raw_rows: Every row in the order Tune appended it, redone iterations included.
+        settings: Every setting it ran with, as the trial recorded them (None for trials that never started).
+        failures: How many times the trial failed (and, while retries were left, restarted).
+    """
+
+    trial_id: str
+    path: Path
+    config: Mapping[str, Any]
+    rows: tuple[Mapping[str, Any], ...]
+    state: str
+    error: str | None = None
+    checkpoints: tuple[CheckpointRecord, ...] = ()
+    raw_rows: tuple[Mapping[str, Any], ...] = ()
+    failures: int = 0
+    settings: Mapping[str, Any] | None = None
+
+    def values(self, metric: str) -> list[float]:
+        return [float(r[metric]) if _finite(r.get(metric)) else math.nan for r in self.rows]
+
+    @property
+    def env_steps(self) -> int:
+        return env_steps(self.rows[-1]) if self.rows else 0
+
+    @property
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        """The newest checkpoint on disk by env steps (Tune's ``get_last_checkpoint`` can return an older,
+        better-scoring one once pruning has run)."""
+        return max(self.checkpoints, key=lambda c: c.env_steps, default=None)
+
+
+def read_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The result rows in a ``result.json``, and how many lines could not be read. A line cut off by a
+    crash or garbled on disk is skipped; the rows before and after it still count."""
+    rows: list[dict[str, Any]] = []
+    bad = 0
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return rows, bad
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
+
+
+def one_timeline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A trial's rows with the work redone after a restore counted once: a trial's env steps only grow
+    (outside PBT), so a row at or below an earlier one means the trial went back to a checkpoint (a resumed
+    sweep, a retried failure), and the rows it redid replace the ones from before."""
+    kept: list[dict[str, Any]] = []
+    for row in rows:
+        steps = row.get(ENV_STEPS)
+        if isinstance(steps, (int, float)):
+            while kept and isinstance(kept[-1].get(ENV_STEPS), (int, float)) and kept[-1][ENV_STEPS] >= steps:
+                kept.pop()
+        kept.append(row)
+    return kept
+
+
+def trial_states(root: Path) -> dict[str, tuple[str, int]]:
+    """trial_id -> (status, failures so far) from the newest Tune experiment state file."""
+    states: dict[str, tuple[str, int]] = {}
+    # Named by the start time of each run of the sweep (a resume adds one); Tune may touch an older one
+    # later, so the name orders them, not the modification time.
+    files = sorted(root.glob(STATE_GLOB), key=lambda p: p.name)
+    if not files:
+        return states
+    try:
+        data = json.loads(files[-1].read_text())
+    except (OSError, ValueError):
+        return states
+    for entry in data.get("trial_data", []):
+        try:
+            trial_json = json.loads(entry[0]) if isinstance(entry, list) else entry
+            runtime = json.loads(entry[1]) if isinstance(entry, list) and len(entry) > 1 else {}
+        except (ValueError, TypeError):
+            continue
+        trial_id = trial_json.get(TRIAL_ID_KEY)
+        if not trial_id:
+            continue
+        failures = runtime.get("num_failures", 0)
+        states[trial_id] = (trial_json.get("status", PENDING), int(failures) if isinstance(failures, int) else 0)
+    return states
+
+
+def _trial_dirs(root: Path) -> Iterator[Path]:
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and ((child / PARAMS_FILE).exists() or (child / RESULT_FILE).exists()):
+            yield child
+
+
+def _checkpoints(trial_dir: Path) -> tuple[CheckpointRecord, ...]:
+    records = []
+    for directory in sorted(trial_dir.glob(CHECKPOINT_GLOB)):
+        try:
+            meta = read_checkpoint_meta(directory)
+        except SweepError:
+            continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
+        records.append(CheckpointRecord(directory, meta.get("metrics", {})))
+    return tuple(records)
+
+
+def _trial_id_from_dirname(name: str) -> str:
+    # Tune names trial folders "<trainable>_<trial_id>_<index>_<params>"; the id is "<8 hex>_<5 digits>".
+    match = re.search(r"([0-9a-f]{5,8}_\d{5})", name)
+    return match.group(1) if match else name
+
+
+def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
+    """Every trial of the experiment at ``root``, as found on disk."""
+    info = read_sweep_info(root)
+    # Trials that restore other trials' checkpoints (PBT/PB2) legitimately jump to another env-step count.
+    restores_others = bool(info.get("restores_other_trials", False))
+    states = trial_states(root)
+    trials = []
+    for trial_dir in _trial_dirs(root):
+        raw, bad = read_rows(trial_dir / RESULT_FILE)
+        if bad:
+            log.warning("%s: skipped %d unreadable line(s) of %s", trial_dir.name, bad, RESULT_FILE)
+        rows = raw if restores_others else one_timeline(raw)
+        # The config in force at the last result: PBT/PB2 change it during the trial (params.json keeps
+        # the first one).
+        config = rows[-1].get(CONFIG_KEY) if rows else None
+        if not isinstance(config, Mapping):
+            try:
+                config = json.loads((trial_dir / PARAMS_FILE).read_text())
+            except (OSError, ValueError):
+                config = {}
+        trial_id = str(rows[0][TRIAL_ID_KEY]) if rows and TRIAL_ID_KEY in rows[0] else _trial_id_from_dirname(trial_dir.name)
+        status, failures = states.get(trial_id, (None, 0))
+        error_text = None
+        error_path = trial_dir / ERROR_FILE
+        if error_path.exists():
+            errors = error_path.read_text(errors="replace")
+            # Tune appends every failure; one the trial recovered from (a retry) is not its error.
+            if status in (None, ERROR):
+                error_text = errors.strip()
+                status = status or ERROR
+            failures = max(failures, errors.count(FAILURE_HEADING))
+        if status is None:
+            done = bool(rows) and (rows[-1].get(DONE_KEY) or env_steps(rows[-1]) >= budget_env_steps)
+            status = TERMINATED if done else RUNNING if rows else PENDING
+        trials.append(
+            Trial(
+                trial_id=trial_id,
+                path=trial_dir,
+                config=config,
+                rows=tuple(rows),
+                raw_rows=tuple(raw),
+                state=status,
+                error=error_text,
+                failures=failures,
+                checkpoints=_checkpoints(trial_dir),
+                settings=read_trial_settings(trial_dir),
+            )
+        )
+    return trials
+
+
+def read_spec_yaml(path: Path) -> str:
+    """The text of the spec the sweep ran (as the user may have edited it since)."""
+    try:
+        return spec_file(path).read_text()
+    except OSError as exc:
+        raise SweepError(f"{path}: cannot read the sweep's spec ({exc.strerror or exc})") from None
+
+
+def dump_yaml(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=False)

@@ -1,0 +1,249 @@
+"""The Tune function trainable: one RLlib algorithm trained to an env-step budget, in named phases.
+
+A trial starts (build the algorithm, record its settings), restores (from its own or, under PBT, another
+trial's checkpoint), then repeats: a train step, an evaluation when due, a checkpoint when due, a report of
+one result row (:func:`rlsweep.metrics.row`), until the budget.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rlsweep import _compat, metrics, store
+from rlsweep.errors import NonFiniteLossError, SpecError
+from rlsweep.trainables._config import build_config, settings_for, trial_resources
+from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
+from rlsweep.trainables._memory import trial_peak_memory_mb
+from rlsweep.trainables._metrics import MetricNormalizer, lifetime_env_steps, rllib_section
+from rlsweep.trainables._timing import PhaseTimer
+
+if TYPE_CHECKING:
+    from rlsweep.schedulers import CheckpointRule
+    from rlsweep.spec import SweepSpec
+
+#: Without ``checkpoint.every_env_steps``, a trial checkpoints this many times over its budget, so a
+#: retried failure or a resumed sweep loses at most a tenth of a trial's work.
+DEFAULT_CHECKPOINTS_PER_TRIAL = 10
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """What every trial of a sweep does when, in env steps.
+
+    Attributes:
+        checkpoint_every: Checkpoint at least this often.
+        scheduler_rule: The reports at which the scheduler acts on the latest checkpoint (PBT copies it,
+            HyperBand pauses and later resumes from it): those must carry a fresh checkpoint.
+        eval_every: Evaluate this often (and at the budget); None without an evaluation section.
+    """
+
+    checkpoint_every: int
+    scheduler_rule: CheckpointRule | None = None
+    eval_every: int | None = None
+
+
+def plan_for(spec: SweepSpec, scheduler_rule: CheckpointRule | None) -> TrialPlan:
+    every = spec.checkpoint.every_env_steps or max(1, spec.budget.env_steps // DEFAULT_CHECKPOINTS_PER_TRIAL)
+    # Without an interval, evaluation runs once, when the trial reaches its budget.
+    evaluate = (spec.evaluation.every_env_steps or spec.budget.env_steps) if spec.evaluation is not None else None
+    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate)
+
+
+def _next_multiple(env_steps: int, every: int) -> int:
+    return (env_steps // every + 1) * every
+
+
+def non_finite_losses(result: Mapping[str, Any]) -> list[str]:
+    """``module/key=value`` for every loss a learner reported as NaN or infinite."""
+    learners = result.get("learners")
+    if not isinstance(learners, Mapping):
+        return []
+    bad = []
+    for module, values in learners.items():
+        if not isinstance(values, Mapping):
+            continue
+        for key, value in values.items():
+            if key.endswith("loss") and isinstance(value, (int, float)) and not math.isfinite(value):
+                bad.append(f"{module}/{key}={value}")
+    return bad
+
+
+class TrialLoop:
+    """One trial's phases. :meth:`run` calls them in order."""
+
+    def __init__(self, spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan) -> None:
+        import ray
+
+        self.spec, self.sampled, self.plan = spec, sampled, plan
+        self._limit_torch_threads()
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.algo = build_config(spec, sampled).build_algo()
+        self.normalizer = MetricNormalizer()
+        self.timer = PhaseTimer(self.algo)
+        self.searched = spec.search_space.paths
+        self.next_checkpoint = plan.checkpoint_every
+        self.next_eval = plan.eval_every or 0
+        self.last_rule = 0
+        self.checked_keys = False
+
+    @staticmethod
+    def _limit_torch_threads() -> None:
+        # A 1-CPU trial that lets torch spawn a thread per core slows its neighbours down.
+        import ray
+        import torch
+
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+        torch.set_num_threads(max(1, int(cpus)))
+
+    def record_settings(self) -> None:
+        """Write every setting the trial runs with into its folder in the experiment store."""
+        import ray
+
+        settings = {"settings": settings_for(self.spec, self.sampled), "config": self.sampled, "ray": ray.__version__}
+        store.write_trial_settings(_compat.write_trial_file, settings)
+
+    def restore(self) -> bool:
+        """Continue from the checkpoint Tune hands the trial, if any; True when that checkpoint is already at
+        the budget (PBT can hand a trial a finished one's), after reporting it."""
+        from ray import tune
+
+        checkpoint = tune.get_checkpoint()
+        if checkpoint is None:
+            return False
+        with checkpoint.as_directory() as directory:
+            self.algo.restore_from_path(directory)
+            meta = store.read_checkpoint_meta(directory)
+        # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
+        reapply_learning_rates(self.algo)
+        self.normalizer.restore(meta.get("carried", {}))
+        restored = metrics.env_steps(meta["metrics"])
+        if restored >= self.spec.budget.env_steps:
+            # Nothing is left to train: the trial ends at the budget with the metrics it copied.
+            tune.report({**meta["metrics"], **in_effect_row(self.algo, self.searched)})
+            return True
+        self.next_checkpoint = _next_multiple(restored, self.plan.checkpoint_every)
+        self.next_eval = _next_multiple(restored, self.plan.eval_every) if self.plan.eval_every else 0
+        self.last_rule = meta.get("rule_env_steps", restored)
+        return False
+
+    def train_step(self) -> tuple[dict[str, Any], dict[str, float]]:
+        """One ``algo.train()``, timed; returns RLlib's result and the hyperparameters it started with."""
+        hyperparams = in_effect(self.algo, self.searched)  # read before: the values its first update uses
+        with self.timer.iteration():
+            result = self.algo.train()
+        if losses := non_finite_losses(result):
+            raise NonFiniteLossError(
+                f"non-finite loss at {lifetime_env_steps(result)} env steps: {', '.join(losses)}; the trial is retried "
+                f"from its latest checkpoint up to failure.max_retries={self.spec.failure.max_retries} times"
+            )
+        return result, hyperparams
+
+    def evaluate(self, result: dict[str, Any], env_steps: int, done: bool) -> float | None:
+        """Greedy episodes on RLlib's evaluation runner when due; returns the seconds it took (reported as
+        ``eval_time_s``, outside the iteration's timing split), or None without an evaluation section."""
+        if self.plan.eval_every is None:
+            return None
+        if not (env_steps >= self.next_eval or done):
+            return 0.0
+        start = time.perf_counter()
+        result["evaluation"] = self.algo.evaluate()
+        self.next_eval = _next_multiple(env_steps, self.plan.eval_every)
+        return time.perf_counter() - start
+
+    def row(self, result: Mapping[str, Any], hyperparams: Mapping[str, float], eval_time: float | None) -> dict[str, Any]:
+        """The reported row: normalized metrics, timing split, memory, hyperparameters, RLlib's keys."""
+        normalized = self.normalizer(result, evaluation=eval_time is not None)
+        normalized.update(self.timer.last)
+        if eval_time is not None:
+            normalized["eval_time_s"] = eval_time
+        normalized["peak_memory_mb"] = trial_peak_memory_mb(self.algo)
+        normalized["time_total_s"] = result.get("time_total_s", 0.0)
+        row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib_section(result), node_id=self.node_id)
+        if not self.checked_keys:
+            self._check_reported_keys(row)
+            self.checked_keys = True
+        return row
+
+    def checkpoint_due(self, env_steps: int, done: bool) -> bool:
+        rule = self.plan.scheduler_rule
+        needed = rule is not None and rule.fires(env_steps, self.last_rule)
+        if needed:
+            self.last_rule = env_steps
+        if env_steps >= self.next_checkpoint or done or needed:
+            self.next_checkpoint = _next_multiple(env_steps, self.plan.checkpoint_every)
+            return True
+        return False
+
+    def report(self, row: dict[str, Any], *, checkpoint: bool) -> None:
+        """Hand Tune the row, with a checkpoint of the algorithm when one is due."""
+        from ray import tune
+
+        if not checkpoint:
+            tune.report(row)
+            return
+        with tempfile.TemporaryDirectory(prefix="rlsweep-ckpt-") as directory:
+            self.algo.save_to_path(directory)
+            normalized = {k: v for k, v in row.items() if k in metrics.NORMALIZED_METRICS}
+            store.write_checkpoint_meta(
+                directory,
+                {"metrics": normalized, "carried": self.normalizer.state(), "config": self.sampled, "rule_env_steps": self.last_rule},
+            )
+            tune.report(row, checkpoint=tune.Checkpoint.from_directory(directory))
+
+    def run(self) -> None:
+        try:
+            self.record_settings()
+            if self.restore():
+                return
+            while True:
+                result, hyperparams = self.train_step()
+                env_steps = lifetime_env_steps(result)
+                done = env_steps >= self.spec.budget.env_steps
+                eval_time = self.evaluate(result, env_steps, done)
+                self.report(self.row(result, hyperparams, eval_time), checkpoint=self.checkpoint_due(env_steps, done))
+                if done:
+                    return
+        finally:
+            self.algo.stop()
+
+    def _check_reported_keys(self, reported: Mapping[str, Any]) -> None:
+        keys = [self.spec.metric.name, *self.spec.stop]
+        missing = [k for k in keys if k not in reported]
+        if missing:
+            candidates = [k for k in reported if k.startswith(metrics.RLLIB_PREFIX)] + list(metrics.NORMALIZED_METRICS)
+            raise SpecError(
+                [
+                    f"metric key {k!r} is not in this algorithm's results; close matches: "
+                    f"{difflib.get_close_matches(k, candidates, n=3) or 'none'}"
+                    for k in missing
+                ],
+                "metric.name",
+            )
+
+
+def in_effect_row(algo: Any, searched: tuple[str, ...]) -> dict[str, float]:
+    return {metrics.HP_PREFIX + path: value for path, value in in_effect(algo, searched).items()}
+
+
+def train(sampled: dict[str, Any], spec: SweepSpec, plan: TrialPlan) -> None:
+    """Tune function trainable. ``sampled`` is the trial's draw, keyed by spec parameter paths."""
+    TrialLoop(spec, sampled, plan).run()
+
+
+def make_trainable(spec: SweepSpec, plan: TrialPlan) -> Any:
+    """The trainable handed to ``tune.Tuner``, carrying the spec and asking for each trial's resources."""
+    from ray import tune
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    trainable = tune.with_parameters(train, spec=spec, plan=plan)
+    return tune.with_resources(trainable, lambda sampled: trial_resources(spec, sampled))
+
+
+__all__ = ["DEFAULT_CHECKPOINTS_PER_TRIAL", "TrialLoop", "TrialPlan", "make_trainable", "plan_for", "train"]

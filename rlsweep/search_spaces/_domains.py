@@ -317,7 +317,11 @@ def domain_json_schema() -> dict[str, Any]:
         )
     options.append({"type": "object", "properties": {"fixed": {}, "when": when}, "required": ["fixed"],
                     "additionalProperties": False})
-    options.append({"not": {"type": "object", "required": ["when"]}, "description": "a fixed value"})
+    # Anything else is a fixed value: a mapping is one only if it is not shaped like a domain.
+    domain_keys = [*DOMAIN_PARSERS, "fixed", "when"]
+    options.append(
+        {"not": {"type": "object", "minProperties": 1, "propertyNames": {"enum": domain_keys}}, "description": "a fixed value"}
+    )
     return {"anyOf": options}
 
 

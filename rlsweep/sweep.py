@@ -122,14 +122,8 @@ def run(
     callbacks: CallbackFactory | None = None,
 ) -> tuple[Path, int]:
     """Run a validated sweep to the end; returns its experiment directory and how many trials errored.
-
-    Args:
-        spec: From :func:`rlsweep.load_spec`.
-        storage: Overrides ``spec.storage``.
-        address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
-        verbose: 0 prints nothing; 1 prints a line per trial result and per finished trial.
-        stopper: An extra ``ray.tune.Stopper`` beside the spec's ``stop`` thresholds.
-        callbacks: Makes extra Tune callbacks once the experiment directory exists.
+    The arguments are :func:`rlsweep.api.run`'s, plus ``callbacks``, which makes extra Tune callbacks once
+    the experiment directory exists.
 
     Raises:
         IncompatibleError: a trial cannot fit the cluster.

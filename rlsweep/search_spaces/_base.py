@@ -174,6 +174,12 @@ class SearchRequest:
         ]
 
 
+    def points_for(self, compiled: CompiledSpace) -> list[dict[str, Any]] | None:
+        """The points to evaluate in the backend's encoding, or None."""
+        points = self.points
+        return [compiled.encode(point) for point in points] if points else None
+
+
 def _int_for_float(space: SearchSpace, path: str, value: Any) -> bool:
     # ``lr: 1`` in YAML is an int; a float domain accepts it as the same number.
     parameter = next((p for p in space if p.path == path), None)

@@ -17,7 +17,7 @@ from rlsweep.search_spaces._base import (
     normal_as_uniform,
 )
 from rlsweep.search_spaces._domains import Fixed, LogUniform, SearchSpace, Uniform
-from rlsweep.search_spaces._searcher import PickledSearcher
+from rlsweep.search_spaces._searcher import OwnSearcher
 
 _HANDLERS = {
     Uniform.kind: lambda d: (d.low, d.high),
@@ -68,7 +68,7 @@ class BayesOptCompiler(SpaceCompiler):
         return BayesOptSpace(pbounds, tuple(space))
 
 
-class BayesOptTuneSearcher(PickledSearcher):
+class BayesOptTuneSearcher(OwnSearcher):
     """Tune's searcher protocol over ``BayesianOptimization``'s suggest/register API.
 
     Works in the compiled coordinates; minimization registers the negated metric. A trial that errored
@@ -77,29 +77,22 @@ class BayesOptTuneSearcher(PickledSearcher):
 
     state_fields = ("optimizer", "queued", "live")
 
-    def __init__(
-        self,
-        space: BayesOptSpace,
-        *,
-        metric: str,
-        mode: str,
-        seed: int | None = None,
-        points_to_evaluate: list[dict[str, Any]] | None = None,
-    ) -> None:
+    def __init__(self, space: BayesOptSpace, request: SearchRequest) -> None:
         from bayes_opt import BayesianOptimization
 
-        super().__init__(metric=metric, mode=mode)
+        super().__init__(request, space.encode)
         self.space = space
         self.optimizer = BayesianOptimization(
-            f=None, pbounds=dict(space.native), random_state=seed, verbose=0, allow_duplicate_points=True
+            f=None, pbounds=dict(space.native), random_state=request.seed, verbose=0, allow_duplicate_points=True
         )
-        self.queued = [space.encode(point) for point in points_to_evaluate or []]
         self.live: dict[str, dict[str, float]] = {}
 
-    def suggest(self, trial_id: str) -> dict | None:
-        coordinates = self.queued.pop(0) if self.queued else {k: float(v) for k, v in self.optimizer.suggest().items()}
-        self.live[trial_id] = coordinates
-        return self.space.decode(coordinates)
+    def draw(self) -> dict[str, Any]:
+        return {k: float(v) for k, v in self.optimizer.suggest().items()}
+
+    def accept(self, trial_id: str, native: dict[str, Any]) -> dict[str, Any]:
+        self.live[trial_id] = native
+        return self.space.decode(native)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         coordinates = self.live.pop(trial_id, None)
@@ -118,13 +111,7 @@ class BayesOptSearcher(SearcherEntry):
     compiler = BayesOptCompiler()
 
     def make(self, request: SearchRequest) -> Any:
-        return BayesOptTuneSearcher(
-            self.compiler.compile(request.space, lossy=request.lossy),
-            metric=request.metric,
-            mode=request.mode,
-            seed=request.seed,
-            points_to_evaluate=request.points,
-        )
+        return BayesOptTuneSearcher(self.compiler.compile(request.space, lossy=request.lossy), request)
 
 
 ENTRIES = (BayesOptSearcher(),)

@@ -171,15 +171,11 @@ class BohbSearcher(SearcherEntry):
         from rlsweep.search_spaces._searcher import DecodingSearcher
 
         compiled = self.compiler.compile(request.space, lossy=request.lossy, seed=request.seed)
-        points = request.points
-        searcher = TuneBOHB(
-            space=compiled.native,
-            metric=request.metric,
-            mode=request.mode,
-            seed=request.seed,
-            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+        return DecodingSearcher(
+            TuneBOHB(space=compiled.native, metric=request.metric, mode=request.mode,
+                     points_to_evaluate=request.points_for(compiled), seed=request.seed),
+            compiled.decode,
         )
-        return DecodingSearcher(searcher, compiled.decode)
 
 
 ENTRIES = (BohbSearcher(),)

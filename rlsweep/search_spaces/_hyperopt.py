@@ -173,15 +173,12 @@ class HyperOptSearcher(SearcherEntry):
         from rlsweep.search_spaces._searcher import DecodingSearcher
 
         compiled = self.compiler.compile(request.space, lossy=request.lossy)
-        points = request.points
-        searcher = _compat.hyperopt_search_with_encoded_points()(
-            space=compiled.native,
-            metric=request.metric,
-            mode=request.mode,
-            random_state_seed=request.seed,
-            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
+        search = _compat.hyperopt_search_with_encoded_points()
+        return DecodingSearcher(
+            search(space=compiled.native, metric=request.metric, mode=request.mode,
+                   points_to_evaluate=request.points_for(compiled), random_state_seed=request.seed),
+            compiled.decode,
         )
-        return DecodingSearcher(searcher, compiled.decode)
 
 
 ENTRIES = (HyperOptSearcher(),)

@@ -111,14 +111,9 @@ class OptunaSearcher(SearcherEntry):
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         compiled = self.compiler.compile(request.space, lossy=request.lossy)
-        points = request.points
-        return OptunaSearch(
-            space=compiled.native,
-            metric=request.metric,
-            mode=request.mode,
-            sampler=optuna.samplers.TPESampler(seed=request.seed),
-            points_to_evaluate=[compiled.encode(p) for p in points] if points else None,
-        )
+        sampler = optuna.samplers.TPESampler(seed=request.seed)
+        return OptunaSearch(space=compiled.native, metric=request.metric, mode=request.mode,
+                            points_to_evaluate=request.points_for(compiled), sampler=sampler)
 
 
 ENTRIES = (OptunaSearcher(),)

@@ -32,7 +32,7 @@ from rlsweep.search_spaces._domains import (
     SearchSpace,
     Uniform,
 )
-from rlsweep.search_spaces._searcher import PickledSearcher
+from rlsweep.search_spaces._searcher import OwnSearcher
 
 # Tune's randint and lograndint exclude the upper bound; ours include it, as the user wrote it.
 _HANDLERS: dict[str, Callable[[Any], Any]] = {
@@ -67,30 +67,19 @@ class TuneCompiler(SpaceCompiler):
         return CompiledSpace({p.path: _HANDLERS[p.domain.kind](p.domain) for p in space}, tuple(space))
 
 
-class ConditionalRandomSearcher(PickledSearcher):
+class ConditionalRandomSearcher(OwnSearcher):
     """Independent random draws, each from Tune's own sampler for its domain, where a parameter is drawn
     only when its conditions hold, so inactive parameters are absent from the trial's config."""
 
     state_fields = ("rng", "queued")
 
-    def __init__(
-        self,
-        parameters: tuple[Parameter, ...],
-        *,
-        metric: str,
-        mode: str,
-        seed: int | None = None,
-        points_to_evaluate: list[dict[str, Any]] | None = None,
-    ) -> None:
-        super().__init__(metric=metric, mode=mode)
-        self.parameters = parameters
-        self.domains = {p.path: compile_domain(p.domain) for p in parameters}
-        self.rng = np.random.default_rng(seed)
-        self.queued = [dict(point) for point in points_to_evaluate or []]
+    def __init__(self, request: SearchRequest) -> None:
+        super().__init__(request)
+        self.parameters: tuple[Parameter, ...] = tuple(request.space)
+        self.domains = {p.path: compile_domain(p.domain) for p in self.parameters}
+        self.rng = np.random.default_rng(request.seed)
 
-    def suggest(self, trial_id: str) -> dict | None:
-        if self.queued:
-            return self.queued.pop(0)
+    def draw(self) -> dict[str, Any]:
         draws: dict[str, Any] = {}
         for parameter in self.parameters:
             if parameter.is_active(draws):
@@ -108,7 +97,7 @@ def random_draws(space: SearchSpace, n: int, seed: int = 0) -> list[dict[str, An
     if not len(space):
         return []
     parameters = tuple(replace(p, domain=Choice(p.domain.values)) if isinstance(p.domain, Grid) else p for p in space)
-    searcher = ConditionalRandomSearcher(parameters, metric="_", mode="max", seed=seed)
+    searcher = ConditionalRandomSearcher(SearchRequest(SearchSpace(parameters), metric="_", mode="max", seed=seed))
     return [searcher.suggest(f"draw_{i}") or {} for i in range(n)]
 
 
@@ -147,9 +136,7 @@ class RandomSearcher(SearcherEntry):
         return search_alg, param_space, request.trials // request.space.grid_size()
 
     def make(self, request: SearchRequest) -> Any:
-        return ConditionalRandomSearcher(
-            tuple(request.space), metric=request.metric, mode=request.mode, seed=request.seed, points_to_evaluate=request.points
-        )
+        return ConditionalRandomSearcher(request)
 
     def sample(self, request: SearchRequest, n: int) -> list[dict[str, Any]]:
         if not self._variants(request):

@@ -9,6 +9,8 @@ from typing import Any
 
 from ray.tune.search import Searcher
 
+from rlsweep.search_spaces._base import SearchRequest
+
 
 class DecodingSearcher(Searcher):
     """Wraps a searcher whose suggestions are in its backend's encoding (labels, indices, nested
@@ -54,10 +56,26 @@ class DecodingSearcher(Searcher):
         return None
 
 
-class PickledSearcher(Searcher):
-    """A searcher of ours whose state is the attributes named in :attr:`state_fields`."""
+class OwnSearcher(Searcher):
+    """A searcher of ours: the points to evaluate first (in its own encoding), then its own draws, each
+    decoded to declared values. Its saved state is the attributes named in :attr:`state_fields`."""
 
-    state_fields: tuple[str, ...] = ()
+    state_fields: tuple[str, ...] = ("queued",)
+
+    def __init__(self, request: SearchRequest, encode: Callable[[Mapping[str, Any]], dict[str, Any]] = dict) -> None:
+        super().__init__(metric=request.metric, mode=request.mode)
+        self.queued = [encode(point) for point in request.points or []]
+
+    def suggest(self, trial_id: str) -> dict | None:
+        return self.accept(trial_id, self.queued.pop(0) if self.queued else self.draw())
+
+    def draw(self) -> dict[str, Any]:
+        """The searcher's next own suggestion, in its encoding."""
+        raise NotImplementedError
+
+    def accept(self, trial_id: str, native: dict[str, Any]) -> dict[str, Any]:
+        """The declared config for a suggestion (and whatever the searcher notes about it)."""
+        return native
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as out:

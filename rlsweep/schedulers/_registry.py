@@ -117,21 +117,24 @@ def resolve(spec: SweepSpec) -> tuple[SweepSpec | None, list[Problem]]:
         entries[section] = entry
         options[section], found = entry.parse_options(given)
         problems += found
-    if problems:
+    if len(entries) < 2:
         return None, problems
     searcher, scheduler = entries["searcher"], entries["scheduler"]
     pairing = _pairing_problems(searcher, scheduler)
     if pairing:
         # A searcher checked against a scheduler it cannot run with would only add noise.
-        return None, pairing
+        return None, problems + pairing
     resolved = spec.model_copy(
         update={
             "searcher": spec.searcher.model_copy(update={"name": searcher.name}),
             "scheduler": spec.scheduler.model_copy(update={"name": scheduler.name}),
         }
     )
-    problems = searcher.check(spec.search_space, options["searcher"])  # type: ignore[attr-defined]
-    problems += scheduler.check(resolved, options["scheduler"])  # type: ignore[attr-defined]
+    # Each entry checks the rest of the spec with its options, where those are valid.
+    if options["searcher"] is not None:
+        problems += searcher.check(spec.search_space, options["searcher"])  # type: ignore[attr-defined]
+    if options["scheduler"] is not None:
+        problems += scheduler.check(resolved, options["scheduler"])  # type: ignore[attr-defined]
     return (None if problems else resolved), problems
 
 

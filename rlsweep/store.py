@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlsweep.errors import SweepError
 from rlsweep.metrics import ENV_STEPS, env_steps
 
@@ -248,6 +246,8 @@ def trial_states(root: Path) -> dict[str, tuple[str, int]]:
             runtime = json.loads(entry[1]) if isinstance(entry, list) and len(entry) > 1 else {}
         except (ValueError, TypeError):
             continue
+        if not isinstance(trial_json, dict) or not isinstance(runtime, dict):
+            continue  # not an entry Tune writes; the trial's own files still tell its state
         trial_id = trial_json.get(TRIAL_ID_KEY)
         if not trial_id:
             continue
@@ -336,7 +336,3 @@ def read_spec_yaml(path: Path) -> str:
         return spec_file(path).read_text()
     except OSError as exc:
         raise SweepError(f"{path}: cannot read the sweep's spec ({exc.strerror or exc})") from None
-
-
-def dump_yaml(document: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(document), sort_keys=False)

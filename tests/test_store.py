@@ -1,0 +1,215 @@
+"""The experiment store: the directory's files written and read back in one place."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlsweep import store
+from rlsweep.errors import SweepError
+
+
+def _experiment(tmp_path, **facts):
+    path = tmp_path / "exp"
+    store.create_experiment(path, spec_yaml="name: exp\n", document={"name": "exp"}, **facts)
+    return path
+
+
+def _trial(root, name, rows, *, error=None):
+    trial = root / name
+    trial.mkdir()
+    (trial / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.1}))
+    (trial / store.RESULT_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if error:
+        (trial / store.ERROR_FILE).write_text(error)
+    return trial
+
+
+def test_a_new_experiment_records_its_spec_and_facts_and_gets_an_id(tmp_path):
+    path = _experiment(tmp_path, searcher="optuna", restores_other_trials=False)
+    info = store.read_sweep_info(path)
+    assert len(info["sweep_id"]) == 32 and info["searcher"] == "optuna" and info["spec"] == {"name": "exp"}
+    assert store.read_spec_yaml(path) == "name: exp\n"
+    with pytest.raises(FileExistsError):
+        _experiment(tmp_path)
+
+
+def test_a_folder_that_is_no_experiment_is_a_sweep_error(tmp_path):
+    with pytest.raises(SweepError, match="not an rlsweep experiment directory"):
+        store.read_sweep_info(tmp_path)
+    (tmp_path / store.SWEEP_FILE).write_text("{}")
+    with pytest.raises(SweepError, match="no sweep_id"):
+        store.read_sweep_info(tmp_path)
+
+
+def test_rows_redone_after_a_restore_count_once_and_raw_rows_keep_the_file(tmp_path):
+    root = _experiment(tmp_path)
+    steps = [500, 1000, 1500, 1000, 1500, 2000]  # restored from the checkpoint at 500, redid 1000 and 1500
+    _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": s, "return_mean": i} for i, s in enumerate(steps)])
+    (trial,) = store.read_trials(root, budget_env_steps=2000)
+    assert [r["env_steps"] for r in trial.rows] == [500, 1000, 1500, 2000]
+    assert [r["return_mean"] for r in trial.rows] == [0, 3, 4, 5]  # the redone rows replace the old ones
+    assert [r["env_steps"] for r in trial.raw_rows] == steps
+    assert trial.state == store.TERMINATED and trial.env_steps == 2000 and trial.failures == 0
+
+
+def test_trials_that_restore_other_trials_keep_every_row(tmp_path):
+    root = _experiment(tmp_path, restores_other_trials=True)
+    steps = [500, 1000, 600, 1100]  # PBT: exploited a trial at 600 env steps
+    _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": s} for s in steps])
+    (trial,) = store.read_trials(root, budget_env_steps=2000)
+    assert [r["env_steps"] for r in trial.rows] == steps and trial.state == store.RUNNING
+
+
+def test_a_garbled_line_is_skipped_and_the_rest_kept(tmp_path):
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": 500}])
+    with (trial / store.RESULT_FILE).open("a") as out:
+        out.write('{"trial_id": "abcde_00000", "env_st\n[1, 2]\n' + json.dumps({"trial_id": "abcde_00000", "env_steps": 1000}) + "\n")
+    assert store.read_rows(trial / store.RESULT_FILE)[1] == 2
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert [r["env_steps"] for r in read.rows] == [500, 1000]
+
+
+def test_an_error_file_makes_a_trial_errored_and_counts_its_failures(tmp_path):
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": 500}], error="Failure # 1\nboom\nFailure # 2\nboom")
+    (trial,) = store.read_trials(root, budget_env_steps=2000)
+    assert trial.state == store.ERROR and trial.failures == 2 and "boom" in trial.error
+
+
+def test_settings_and_checkpoint_metadata_round_trip(tmp_path):
+    from pathlib import Path
+
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": 500}])
+    store.write_trial_settings(lambda name, text: (trial / name).write_text(text), {"settings": {"env": Path("/e")}})
+    (trial / "checkpoint_000000").mkdir()  # cut off by a crash: no metadata, not offered
+    for index, steps in enumerate((500, 1000), start=1):
+        directory = trial / f"checkpoint_{index:06d}"
+        directory.mkdir()
+        store.write_checkpoint_meta(directory, {"metrics": {"env_steps": steps}, "where": Path("/c")})
+    directory = trial / "checkpoint_000003"
+    directory.mkdir()
+    store.write_checkpoint_meta(directory, {"carried": {}})  # no metrics: counts as 0 env steps
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert read.settings == {"settings": {"env": "/e"}} and read.path == trial
+    assert [c.env_steps for c in read.checkpoints] == [500, 1000, 0] and read.latest_checkpoint.env_steps == 1000
+    assert store.read_checkpoint_meta(trial / "checkpoint_000001")["where"] == "/c"
+    with pytest.raises(SweepError):
+        store.read_checkpoint_meta(trial / "checkpoint_000000")
+
+
+def test_the_config_in_force_and_a_done_row_and_an_error_in_bad_bytes(tmp_path):
+    root = _experiment(tmp_path)
+    rows = [
+        {"trial_id": "abcde_00000", "env_steps": 500, "config": {"training.lr": 0.1}},
+        # PBT mutated the trial; Tune marks its last row done before the budget (a stop threshold).
+        {"trial_id": "abcde_00000", "env_steps": 1000, "config": {"training.lr": 0.3}, "done": True},
+    ]
+    trial = _trial(root, "train_abcde_00000_0", rows)
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert dict(read.config) == {"training.lr": 0.3} and read.state == store.TERMINATED
+    (trial / store.ERROR_FILE).write_bytes(b"Failure # 1\nbad \xff byte")
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert read.state == store.ERROR and "bad" in read.error and read.failures == 1
+
+
+def test_a_missing_spec_file_is_a_sweep_error_naming_the_folder(tmp_path):
+    with pytest.raises(SweepError, match=f"{tmp_path}: cannot read the sweep's spec .No such file"):
+        store.read_spec_yaml(tmp_path)
+
+
+def test_an_experiment_goes_into_new_parent_folders_and_keeps_values_json_cannot_hold(tmp_path):
+    from datetime import datetime
+    from pathlib import Path
+
+    path = tmp_path / "results" / "nested" / "exp"
+    store.create_experiment(path, spec_yaml="", document={"storage": Path("/x")}, when=Path("/y"))
+    info = store.read_sweep_info(path)
+    assert info["spec"] == {"storage": "/x"} and info["when"] == "/y"
+    assert datetime.fromisoformat(info["created"]).year >= 2024
+
+
+def test_trial_folders_are_those_tune_made(tmp_path):
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": 500}])
+    pending = root / "train_abcde_00001_1"
+    pending.mkdir()
+    (pending / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.2}))  # never reported
+    (root / "checkpoint_tmp").mkdir()  # not a trial
+    (root / "notes.json").write_text("{}")
+    trials = store.read_trials(root, budget_env_steps=2000)
+    assert [(t.trial_id, t.state, dict(t.config)) for t in trials] == [
+        ("abcde_00000", store.RUNNING, {"training.lr": 0.1}),
+        ("abcde_00001", store.PENDING, {"training.lr": 0.2}),
+    ]
+
+
+def test_tune_state_decides_status_and_failures(tmp_path):
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", [{"trial_id": "abcde_00000", "env_steps": 500}], error="Failure # 1\nboom")
+    _trial(root, "train_abcde_00001_1", [{"trial_id": "abcde_00001", "env_steps": 2000}])
+    _trial(root, "train_abcde_00002_2", [{"trial_id": "abcde_00002", "env_steps": 500}])
+    _trial(root, "train_abcde_00003_3", [{"trial_id": "abcde_00003", "env_steps": 500}])
+    older = {"trial_data": [[json.dumps({"trial_id": "abcde_00000", "status": "ERROR"}), "{}"]]}
+    newer = {
+        "trial_data": [
+            "not a trial entry",
+            [json.dumps(["not", "a", "trial"]), "{}"],
+            ["{garbled", "{}"],
+            # Retried after its failure, now running again: the failure is history, not its error.
+            [json.dumps({"trial_id": "abcde_00000", "status": "RUNNING"}), json.dumps({"num_failures": 3})],
+            [json.dumps({"trial_id": "abcde_00001", "status": "PAUSED"}), json.dumps({"num_failures": "3"})],
+            [json.dumps({"trial_id": "abcde_00002"})],  # no runtime part, no status
+            [json.dumps({"trial_id": "abcde_00003", "status": "TERMINATED"}), json.dumps({})],
+        ]
+    }
+    # Named by start time; the newest is read whatever the files' modification times.
+    (root / "experiment_state-2026-01-02_00-00-00.json").write_text(json.dumps(newer))
+    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(older))
+    (root / "experiment_state-2025-12-31_00-00-00.json").write_text(json.dumps(older))
+    first, second, third, fourth = store.read_trials(root, budget_env_steps=2000)
+    assert (first.state, first.error, first.failures) == (store.RUNNING, None, 3)
+    assert (second.state, second.failures) == (store.PAUSED, 0)
+    assert (third.state, third.failures) == (store.PENDING, 0)
+    assert (fourth.state, fourth.failures) == (store.TERMINATED, 0)
+    assert store.has_tune_state(root)
+
+
+def test_rows_survive_blank_lines_bad_bytes_and_lines_that_are_no_row(tmp_path):
+    path = tmp_path / store.RESULT_FILE
+    good = [json.dumps({"env_steps": s}).encode() for s in (1, 2, 3)]
+    path.write_bytes(b"\n".join([good[0], b"", b'{"env_steps": 9\xff', b"[1]", b"not json", good[1], b"", good[2]]) + b"\n")
+    rows, bad = store.read_rows(path)
+    assert [r["env_steps"] for r in rows] == [1, 2, 3] and bad == 3
+
+
+@pytest.mark.parametrize("value", [None, "12", True, float("inf"), float("nan")])
+def test_a_missing_or_non_numeric_metric_reads_as_nan(tmp_path, value):
+    import math
+
+    row = {"trial_id": "abcde_00000", "env_steps": 500}
+    if value is not None:
+        row["return_mean"] = value
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", [row, {"trial_id": "abcde_00000", "env_steps": 1000, "return_mean": 5}])
+    (trial,) = store.read_trials(root, budget_env_steps=2000)
+    first, second = trial.values("return_mean")
+    assert math.isnan(first) and second == 5.0
+
+
+def test_settings_that_are_not_a_mapping_are_not_settings(tmp_path):
+    (tmp_path / store.TRIAL_FILE).write_text("[1, 2]")
+    assert store.read_trial_settings(tmp_path) is None
+    with pytest.raises(SweepError, match=str(tmp_path)):
+        store.read_checkpoint_meta(tmp_path)
+
+
+def test_a_second_sweep_of_the_same_name_gets_a_dated_folder(tmp_path):
+    first = store.new_experiment_dir(tmp_path / "results", "exp")
+    assert first == (tmp_path / "results" / "exp").resolve()
+    store.create_experiment(first, spec_yaml="", document={})
+    second = store.new_experiment_dir(tmp_path / "results", "exp")
+    assert second.parent == first.parent and second.name.startswith("exp-") and len(second.name) == len("exp-20260101-000000")

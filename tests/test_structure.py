@@ -197,3 +197,16 @@ def test_the_export_reads_the_store_without_ray(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["ray"] is False
     assert result["params"]["training.num_epochs"] == "7" and result["params"]["training.lr"] == "0.01"
+
+
+def test_loading_and_checking_a_spec_document_imports_no_ray():
+    script = (
+        "import sys\n"
+        "from rlsweep.spec import parse_spec\n"
+        "from tests.conftest import TINY_SPEC\n"
+        "spec, problems = parse_spec(TINY_SPEC)\n"
+        "assert spec is not None and not problems, problems\n"
+        "print('ray' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

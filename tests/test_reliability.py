@@ -5,6 +5,7 @@ spec edited between run and resume."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -23,7 +24,6 @@ from rlsweep.analysis import load
 from rlsweep.analysis._mlflow import ExportError
 from rlsweep.analysis._ui import free_port, start_server
 from rlsweep.errors import SpecError, SweepError
-from rlsweep.trainables._trainable import _non_finite_losses
 from tests.conftest import REPO, small_ppo
 
 pytestmark = pytest.mark.slow
@@ -164,11 +164,50 @@ def test_a_trial_that_keeps_failing_is_recorded_and_the_rest_finish(tmp_path, ra
     assert "flaky env raised" in table.loc[table["trial_id"] == failed.trial_id, "error"].iloc[0]
 
 
-def test_a_nan_loss_is_a_failure_naming_the_loss():
-    assert _non_finite_losses({"learners": {"default_policy": {"total_loss": float("nan"), "vf_loss": 1.0}}}) == [
-        "default_policy/total_loss=nan"
-    ]
-    assert _non_finite_losses({"learners": {"p": {"total_loss": 0.5, "entropy": float("nan")}}}) == []
+def test_a_non_finite_loss_fails_the_trial_naming_the_loss_and_it_is_retried_from_its_checkpoint(tmp_path, ray_runtime):
+    # A real loss going non-finite: the env's reward turns NaN at its 300th step, so the update after the
+    # iteration that sampled it has a NaN loss. A retry makes a new env that counts from 0 again, so each
+    # attempt fails one iteration after the checkpoint it restored.
+    env = {"length": 3, "max_steps": 20, "bad_reward": "nan"}
+    spec = rlsweep.load_spec(
+        small_ppo(
+            "nonfinite",
+            tmp_path / "results",
+            batch=250,
+            epochs=1,
+            env="tests.envs.nonfinite:NonFiniteCorridor",
+            env_config=env,
+            search_space={"environment.env_config": {"grid": [{**env, "bad_at": 300}, {**env, "bad_at": 0}]}},
+            searcher="grid",
+            budget={"env_steps": 1000, "trials": 2},
+            checkpoint={"every_env_steps": 250},
+            failure={"max_retries": 1},
+        )
+    )
+    result = rlsweep.run(spec, verbose=0)
+    assert result.errored_trials == 1
+    trials = {t.config["environment.env_config"]["bad_at"]: t for t in load(result.path).trials}
+    failed, healthy = trials[300], trials[0]
+
+    # Failed, retried once (failure.max_retries 1), then recorded as failed; the error names the loss.
+    assert failed.state == "ERROR" and failed.failures == 2
+    losses = re.findall(r"non-finite loss at (\d+) env steps: ([^;]*);", failed.error)
+    # The first attempt failed at 500; the retry restored the checkpoint at 250 and failed at 750. A retry
+    # from scratch would have failed at 500 again.
+    assert [int(steps) for steps, _ in losses] == [500, 750], failed.error
+    for _, named in losses:
+        assert re.search(r"default_policy/\w*loss=nan", named), named
+    # The retry's first result is the batch after that checkpoint (500), from a new actor. (Whether the
+    # first attempt's row at 250 is still in result.json is up to Tune: on a restart it copies the file
+    # back from its last sync to the storage folder, which can predate that row.)
+    rows = [(r["env_steps"], r["iterations_since_restore"]) for r in failed.raw_rows]
+    assert rows[-1] == (500, 1) and set(rows) <= {(250, 1), (500, 1)}, rows
+
+    # The rest of the sweep is unaffected, and the failed trial is no candidate for best.
+    assert healthy.state == "TERMINATED" and healthy.failures == 0 and healthy.error is None
+    assert [r["env_steps"] for r in healthy.raw_rows] == [250, 500, 750, 1000]
+    assert all(math.isfinite(r["return_mean"]) for r in healthy.rows)
+    assert result.best is not None and result.best.trial_id == healthy.trial_id
 
 
 CLUSTER_SCRIPT = textwrap.dedent(

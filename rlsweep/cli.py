@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -187,7 +188,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from rlsweep.analysis._ui import experiment_url, start_server
+    from rlsweep.analysis._ui import experiment_url, start_server, stop_server
     from rlsweep.spec import DEFAULT_TRACKING_URI
 
     experiment = args.experiment
@@ -202,14 +203,20 @@ def _ui(args: argparse.Namespace) -> int:
         print(f"{uri} is already an MLflow server: open it in a browser")
         return EXIT_OK
     process, url = start_server(uri, args.port)
-    print(f"MLflow UI for {uri}: {experiment_url(url, uri, experiment)}", flush=True)
-    print("(Ctrl-C stops it)", flush=True)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    # The server runs in its own process group: a SIGTERM to this command must end it as Ctrl-C does.
+    signal.signal(signal.SIGTERM, stop)
     try:
+        print(f"MLflow UI for {uri}: {experiment_url(url, uri, experiment)}", flush=True)
+        print("(Ctrl-C stops it)", flush=True)
         return int(process.wait())
     except KeyboardInterrupt:
-        process.terminate()
-        process.wait(timeout=30)
         return EXIT_OK
+    finally:
+        stop_server(process)
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -71,15 +71,49 @@ def test_asha_is_built_with_env_step_rungs(tiny_spec):
     assert sorted(rung[0] for rung in scheduler._brackets[0]._rungs) == [2000, 4000]
 
 
-def test_timing_split_sums_to_each_iteration(swept):
+#: How far rlsweep's timings may differ from RLlib's own clocks for the same span: both time the same
+#: call or block, with different clocks and a little bookkeeping in between (measured: under 1 ms).
+TIMING_TOLERANCE_S = 0.02
+TIMING_TOLERANCE_REL = 0.05
+
+#: RLlib smooths its timers: reported_n = (1 - c) * reported_{n-1} + c * measured_n, with c = 0.01 (the
+#: default of ``MetricsLogger.log_time`` in Ray 2.60), and reported_1 = measured_1.
+RLLIB_TIMER_EMA = 0.01
+
+
+def _close(ours: float, theirs: float) -> bool:
+    return abs(ours - theirs) <= TIMING_TOLERANCE_S + TIMING_TOLERANCE_REL * abs(theirs)
+
+
+def _rllib_measured(rows, key: str) -> list[float]:
+    """RLlib's own per-iteration measurement of a timer, unsmoothed from the reported moving average."""
+    measured, previous = [], None
+    for row in rows:
+        reported = row[key]
+        measured.append(reported if previous is None else (reported - (1 - RLLIB_TIMER_EMA) * previous) / RLLIB_TIMER_EMA)
+        previous = reported
+    return measured
+
+
+def test_timing_split_agrees_with_rllibs_own_clocks(swept):
+    # Checked against clocks rlsweep does not compute: Tune's time for the whole algo.train() call
+    # (time_this_iter_s), and RLlib's timers of its sampling and learner-update blocks. PPO runs one
+    # training step per iteration, so each timer is measured once per iteration.
     _, result = swept
     for trial in load(result.path).trials:
-        for row in trial.rows:
-            parts = row["sample_time_s"] + row["learn_time_s"] + row["other_time_s"]
-            assert math.isclose(parts, row["iteration_time_s"], rel_tol=1e-9, abs_tol=1e-9)
-            assert row["sample_time_s"] > 0 and row["learn_time_s"] > 0 and row["other_time_s"] >= 0
-            # Close to RLlib's own (unsmoothed on the first iteration) measure of the iteration.
-            assert row["iteration_time_s"] <= row["rllib/time_this_iter_s"] + 0.05
+        rows = trial.rows
+        assert all(row["rllib/num_training_step_calls_per_iteration"] == 1 for row in rows)
+        sampled = _rllib_measured(rows, "rllib/timers/env_runner_sampling_timer")
+        learned = _rllib_measured(rows, "rllib/timers/learner_update_timer")
+        for row, rllib_sample, rllib_learn in zip(rows, sampled, learned):
+            where = (trial.trial_id, row["env_steps"])
+            iteration = row["rllib/time_this_iter_s"]
+            assert _close(row["iteration_time_s"], iteration), (where, row["iteration_time_s"], iteration)
+            assert _close(row["sample_time_s"], rllib_sample), (where, row["sample_time_s"], rllib_sample)
+            assert _close(row["learn_time_s"], rllib_learn), (where, row["learn_time_s"], rllib_learn)
+            # Both phases took time, and together no more than the iteration as Tune timed it.
+            assert row["sample_time_s"] > 0 and row["learn_time_s"] > 0 and row["other_time_s"] >= 0, where
+            assert row["sample_time_s"] + row["learn_time_s"] <= iteration + TIMING_TOLERANCE_S, where
 
 
 def test_best_is_the_best_scoring_trial_and_checkpoint(swept):

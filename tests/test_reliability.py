@@ -5,6 +5,7 @@ spec edited between run and resume."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ import rlsweep
 from rlsweep.analysis import load
 from rlsweep.analysis._ui import free_port, start_server
 from rlsweep.errors import ExportError, SpecError, SweepError
-from rlsweep.trainables import non_finite_losses as _non_finite_losses
+from rlsweep.metrics import NORMALIZED_METRICS
 from tests.conftest import REPO, small_ppo
 
 pytestmark = pytest.mark.slow
@@ -163,11 +165,50 @@ def test_a_trial_that_keeps_failing_is_recorded_and_the_rest_finish(tmp_path, ra
     assert "flaky env raised" in table.loc[table["trial_id"] == failed.trial_id, "error"].iloc[0]
 
 
-def test_a_nan_loss_is_a_failure_naming_the_loss():
-    assert _non_finite_losses({"learners": {"default_policy": {"total_loss": float("nan"), "vf_loss": 1.0}}}) == [
-        "default_policy/total_loss=nan"
-    ]
-    assert _non_finite_losses({"learners": {"p": {"total_loss": 0.5, "entropy": float("nan")}}}) == []
+def test_a_non_finite_loss_fails_the_trial_naming_the_loss_and_it_is_retried_from_its_checkpoint(tmp_path, ray_runtime):
+    # A real loss going non-finite: the env's reward turns NaN at its 300th step, so the update after the
+    # iteration that sampled it has a NaN loss. A retry makes a new env that counts from 0 again, so each
+    # attempt fails one iteration after the checkpoint it restored.
+    env = {"length": 3, "max_steps": 20, "bad_reward": "nan"}
+    spec = rlsweep.load_spec(
+        small_ppo(
+            "nonfinite",
+            tmp_path / "results",
+            batch=250,
+            epochs=1,
+            env="tests.envs.nonfinite:NonFiniteCorridor",
+            env_config=env,
+            search_space={"environment.env_config": {"grid": [{**env, "bad_at": 300}, {**env, "bad_at": 0}]}},
+            searcher="grid",
+            budget={"env_steps": 1000, "trials": 2},
+            checkpoint={"every_env_steps": 250},
+            failure={"max_retries": 1},
+        )
+    )
+    result = rlsweep.run(spec, verbose=0)
+    assert result.errored_trials == 1
+    trials = {t.config["environment.env_config"]["bad_at"]: t for t in load(result.path).trials}
+    failed, healthy = trials[300], trials[0]
+
+    # Failed, retried once (failure.max_retries 1), then recorded as failed; the error names the loss.
+    assert failed.state == "ERROR" and failed.failures == 2
+    losses = re.findall(r"non-finite loss at (\d+) env steps: ([^;]*);", failed.error)
+    # The first attempt failed at 500; the retry restored the checkpoint at 250 and failed at 750. A retry
+    # from scratch would have failed at 500 again.
+    assert [int(steps) for steps, _ in losses] == [500, 750], failed.error
+    for _, named in losses:
+        assert re.search(r"default_policy/\w*loss=nan", named), named
+    # The retry's first result is the batch after that checkpoint (500), from a new actor. (Whether the
+    # first attempt's row at 250 is still in result.json is up to Tune: on a restart it copies the file
+    # back from its last sync to the storage folder, which can predate that row.)
+    rows = [(r["env_steps"], r["iterations_since_restore"]) for r in failed.raw_rows]
+    assert rows[-1] == (500, 1) and set(rows) <= {(250, 1), (500, 1)}, rows
+
+    # The rest of the sweep is unaffected, and the failed trial is no candidate for best.
+    assert healthy.state == "TERMINATED" and healthy.failures == 0 and healthy.error is None
+    assert [r["env_steps"] for r in healthy.raw_rows] == [250, 500, 750, 1000]
+    assert all(math.isfinite(r["return_mean"]) for r in healthy.rows)
+    assert result.best is not None and result.best.trial_id == healthy.trial_id
 
 
 CLUSTER_SCRIPT = textwrap.dedent(
@@ -243,26 +284,160 @@ def test_garbled_result_lines_and_missing_checkpoints_lose_nothing_else(finished
         rlsweep.load_policy(best.checkpoint)
 
 
-def test_an_mlflow_server_that_is_down_fails_the_export_and_a_rerun_completes_it(finished, tmp_path, monkeypatch):
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
-    port = free_port()
-    uri = f"http://127.0.0.1:{port}"
-    with pytest.raises(ExportError, match="run `rlsweep export .*` again"):
-        load(finished).to_mlflow(tracking_uri=uri, experiment="down")
-    process, url = start_server(f"sqlite:///{tmp_path / 'store.db'}", port)
+#: Runs ``rlsweep export`` (the CLI's own ``main``) with one hook in MLflow's client: after the
+#: ``pause_after``-th child run of a trial is created, it writes that run's id to ``gate`` and waits until
+#: ``release`` exists. The test stops the server in that pause, so the export always loses its server at
+#: the same point mid-way (some child runs exist, others do not; one exists with no rows yet), instead of
+#: racing a timer against an export that takes well under a second.
+PAUSING_EXPORT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+
+    from mlflow import MlflowClient
+
+    gate, release, pause_after = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+    create_run = MlflowClient.create_run
+    created = []
+
+    def pausing_create_run(self, experiment_id, *args, **kwargs):
+        run = create_run(self, experiment_id, *args, **kwargs)
+        if (kwargs.get("tags") or {}).get("rlsweep.kind") == "trial":
+            created.append(run.info.run_id)
+            if len(created) == pause_after:
+                gate.write_text(run.info.run_id)
+                while not release.exists():
+                    time.sleep(0.05)
+        return run
+
+    MlflowClient.create_run = pausing_create_run
+    from rlsweep.cli import main
+
+    raise SystemExit(main(sys.argv[4:]))
+    """
+)
+
+
+def _stop_server(process: subprocess.Popen, url: str) -> None:
+    """End an ``mlflow server`` started by start_server and its worker (uvicorn runs as its child)."""
+    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(process.pid)], capture_output=True, text=True).stdout.split()
+    process.terminate()
+    process.wait(timeout=60)
+    for pid in map(int, children):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2).close()
+        except OSError:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the MLflow server at {url} still answers after it was stopped")
+
+
+@pytest.fixture(scope="module")
+def export_interrupted_then_rerun(tmp_path_factory, ray_runtime):
+    """A 3-trial sweep exported to a real MLflow server that is stopped after the 2nd of 3 child runs was
+    created; then the server is restarted on the same store and port and the export run again."""
+    root = tmp_path_factory.mktemp("export-down")
+    spec = rlsweep.load_spec(
+        small_ppo("interrupted", root / "results", batch=250, epochs=1, budget={"env_steps": 1000, "trials": 3})
+    )
+    path = rlsweep.run(spec, verbose=0).path
+    store, port = f"sqlite:///{root / 'store.db'}", free_port()
+    # MLflow's job runner (huey consumers) would outlive the server; this test stops the server by hand.
+    env = {**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+           "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+        server, url = start_server(store, port)
+    export = ["export", str(path), "--tracking-uri", url, "--experiment", "interrupted"]
+    script, gate, release = root / "pausing_export.py", root / "gate", root / "release"
+    script.write_text(PAUSING_EXPORT)
+    exporter = subprocess.Popen(
+        [sys.executable, str(script), str(gate), str(release), "2", *export],
+        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
     try:
-        assert url == uri
-        run_id = load(finished).to_mlflow(tracking_uri=uri, experiment="down")
+        deadline = time.monotonic() + 180
+        while not gate.exists():
+            assert exporter.poll() is None, exporter.communicate()
+            assert time.monotonic() < deadline, "the export never created its 2nd child run"
+            time.sleep(0.05)
         from mlflow import MlflowClient
 
-        runs = MlflowClient(tracking_uri=uri).search_runs(
-            [MlflowClient(tracking_uri=uri).get_experiment_by_name("down").experiment_id]
-        )
-        assert len(runs) == 3 and any(r.info.run_id == run_id for r in runs)
+        client = MlflowClient(tracking_uri=url)
+        experiment_id = client.get_experiment_by_name("interrupted").experiment_id
+        before = client.search_runs([experiment_id], filter_string="tags.`rlsweep.kind` = 'trial'")
+        _stop_server(server, url)
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        release.write_text("go")
+        stdout, stderr = exporter.communicate(timeout=300)
+    failed = (exporter.returncode, stdout, stderr, [r.data.tags["rlsweep.trial_id"] for r in before])
+
+    # Same store, same port: the address a rerun of the export is given again.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+        server, url_again = start_server(store, port)
+    try:
+        assert url_again == url
+        rerun = subprocess.run([sys.executable, "-m", "rlsweep.cli", *export], env=env, cwd=REPO, capture_output=True,
+                               text=True, timeout=300)
+        yield load(path), url, failed, rerun
+    finally:
+        _stop_server(server, url)
+
+
+def test_an_mlflow_server_stopped_mid_export_fails_it_and_a_rerun_completes_it_once(export_interrupted_then_rerun):
+    from mlflow import MlflowClient
+
+    sweep, url, (code, _, stderr, before), rerun = export_interrupted_then_rerun
+    # When the server went away, 2 of the 3 trials had a child run.
+    assert len(before) == 2 and set(before) < {t.trial_id for t in sweep.trials}
+    # The export failed, saying how far it got and what to do.
+    assert code == 1, stderr
+    assert "stopped after 1 of 3 trials" in stderr and f"run `rlsweep export {sweep.path}` again" in stderr, stderr
+    assert rerun.returncode == 0, rerun.stderr
+    assert "exported 3 trials" in rerun.stdout
+
+    # Point by point: one parent, one child per trial, every metric's history has each row exactly once.
+    client = MlflowClient(tracking_uri=url)
+    experiment_id = client.get_experiment_by_name("interrupted").experiment_id
+    runs = client.search_runs([experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("rlsweep.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("rlsweep.kind") == "trial"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert sorted(r.data.tags["rlsweep.trial_id"] for r in children) == sorted(t.trial_id for t in sweep.trials)
+    by_id = {t.trial_id: t for t in sweep.trials}
+    for child in children:
+        trial = by_id[child.data.tags["rlsweep.trial_id"]]
+        assert child.info.status == "FINISHED" and child.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert len(trial.rows) == 4
+        metrics = [name for name in NORMALIZED_METRICS if name in trial.rows[0]] + ["hp/training.lr"]
+        assert set(metrics) <= set(child.data.metrics), sorted(set(metrics) - set(child.data.metrics))
+        for name in metrics:
+            history = sorted(client.get_metric_history(child.info.run_id, name), key=lambda m: m.step)
+            assert [m.step for m in history] == [r["env_steps"] for r in trial.rows], (trial.trial_id, name)
+            assert [m.value for m in history] == pytest.approx([float(r[name]) for r in trial.rows]), (trial.trial_id, name)
+
+
+def test_after_an_interrupted_export_every_child_run_has_its_params(export_interrupted_then_rerun):
+    from mlflow import MlflowClient
+
+    sweep, url, *_ = export_interrupted_then_rerun
+    client = MlflowClient(tracking_uri=url)
+    experiment_id = client.get_experiment_by_name("interrupted").experiment_id
+    children = client.search_runs([experiment_id], filter_string="tags.`rlsweep.kind` = 'trial'")
+    by_id = {t.trial_id: t for t in sweep.trials}
+    missing = [
+        r.data.tags["rlsweep.trial_id"]
+        for r in children
+        if r.data.params.get("training.lr") != repr(by_id[r.data.tags["rlsweep.trial_id"]].config["training.lr"])
+    ]
+    assert not missing, f"child runs without their params: {missing}"
 
 
 def test_a_spec_edited_between_run_and_resume_is_refused_with_the_differences(finished, tmp_path):

@@ -248,16 +248,17 @@ def _export(sweep: Sweep, uri: str, experiment_name: str, progress: dict[str, in
     all_finished = True
     for trial in sweep.trials:
         run = children.get(trial.trial_id)
-        params: list[Any] = []
         if run is None:
             run_id = create_child(
                 client, experiment_, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial)
             )
             done, current = 0, None
-            params = param_entities(trial_params(trial.settings, trial.config))
         else:
             run_id, current = run.info.run_id, run.info.status
             done = int(run.data.tags.get(ROWS_TAG, 0))
+        # A run made by an export (or live log) cut off before its first batch has no params yet; logging
+        # the same params again is a no-op in MLflow, so a run that has them is left alone.
+        params = param_entities(trial_params(trial.settings, trial.config)) if run is None or not run.data.params else []
         # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
         raw = trial.raw_rows or trial.rows
         if params or len(raw) > done:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,7 +40,12 @@ def start_server(tracking_uri: str, port: int | None = None, timeout_s: float = 
         "--artifacts-destination", str(artifacts_dir(tracking_uri)),
         "--workers", "1",
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # The server's own process group, so stopping it ends its workers too; MLflow's job runner (huey
+    # consumers for GenAI jobs) is not needed to browse a sweep and would outlive a stopped server.
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": os.environ.get("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")}
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     url = f"http://{HOST}:{port}"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -50,8 +57,22 @@ def start_server(tracking_uri: str, port: int | None = None, timeout_s: float = 
                     return process, url
         except OSError:
             time.sleep(0.5)
-    process.terminate()
+    stop_server(process)
     raise SweepError(f"mlflow server did not answer on {url} within {timeout_s:.0f} s")
+
+
+def stop_server(process: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """End a server from :func:`start_server` and every process it started."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=timeout_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def experiment_url(url: str, tracking_uri: str, experiment: str | None) -> str:

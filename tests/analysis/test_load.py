@@ -86,3 +86,27 @@ def test_max_rule_scores_each_checkpoint_by_its_own_value(tmp_path):
     best = load(root).best(rule="max")
     assert best.value == 300
     assert best.checkpoint.name == "checkpoint_000001" and best.checkpoint_value == 40
+
+
+def test_default_rule_picks_the_checkpoint_best_by_avg_last_3_not_the_latest_nor_the_peak(tmp_path):
+    root = tmp_path / "exp"
+    root.mkdir()
+    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
+    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc"}))
+    # One report per 1000 env steps; checkpoints at 2000 (the peak), 7000 and 8000 (the latest).
+    #   max rule, each checkpoint by its own report:       2000 -> 300, 7000 -> 170, 8000 -> 0
+    #   avg-last-3, each checkpoint by the 3 reports to it: 2000 -> (0+300)/2 = 150,
+    #                                                       7000 -> (150+160+170)/3 = 160,
+    #                                                       8000 -> (160+170+0)/3 = 110
+    write_trial(root, "t", [0, 300, 0, 0, 150, 160, 170, 0], checkpoints=[2000, 7000, 8000], config={"training.lr": 0.01})
+    write_trial(root, "weak", [0, 1, 2, 3, 4, 5, 6, 7], checkpoints=[8000], config={"training.lr": 0.001})
+    sweep = load(root)
+    best = sweep.best()
+    assert best.rule == "avg-last-3" and best.trial_id == "t"
+    assert best.value == pytest.approx((160 + 170 + 0) / 3)
+    assert best.checkpoint == root / "train_t_00000_0_x" / "checkpoint_000001"
+    assert best.checkpoint_env_steps == 7000 and best.checkpoint_value == pytest.approx(160)
+    # Neither the latest checkpoint nor the one the max rule picks.
+    trial = next(t for t in sweep.trials if t.trial_id == "t")
+    assert trial.latest_checkpoint.path.name == "checkpoint_000002"
+    assert sweep.best(rule="max").checkpoint.name == "checkpoint_000000"

@@ -3,6 +3,7 @@ every condition. Property-style over generated spaces, through ``rlsweep.sample`
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -11,13 +12,54 @@ from hypothesis import strategies as st
 
 import rlsweep
 from rlsweep.errors import IncompatibleError, SpecError
-from rlsweep.search_spaces import SEARCHERS
-from rlsweep.search_spaces import parse_search_space
+from rlsweep.search_spaces import DOMAIN_KINDS, SEARCHERS, parse_search_space
 
 BASE = {"algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 1000, "trials": 2}}
 
-MODEL_FREE = ("random",)
 EVERY_SEARCHER = sorted(set(SEARCHERS) - {"grid"})
+
+# README "One space, every searcher", the domain-support table written out: Y = expressed exactly, - =
+# refused (an error naming the parameter, the searcher and the domain; lossy fallbacks are off by default).
+# A fixed value is part of every searcher's space (README: "each value is a domain ... or a fixed value").
+DOMAIN_TABLE = """
+             uniform loguniform quniform qloguniform randint qrandint lograndint choice grid normal fixed
+random       Y       Y          Y        Y           Y       Y        Y          Y      Y    Y      Y
+grid         -       -          -        -           -       -        -          -      Y    -      Y
+optuna       Y       Y          Y        -           Y       Y        Y          Y      -    -      Y
+hyperopt     Y       Y          Y        Y           Y       Y        Y          Y      -    Y      Y
+bohb         Y       Y          Y        -           Y       Y        Y          Y      -    Y      Y
+bayesopt     Y       Y          -        -           -       -        -          -      -    -      Y
+"""
+
+#: README: which searchers express ``when:`` conditions (hyperopt: one ``choice`` parent per parameter).
+CONDITIONS = {"random": True, "grid": False, "optuna": True, "hyperopt": True, "bohb": True, "bayesopt": False}
+
+
+def _parse_table(text: str) -> dict[tuple[str, str], bool]:
+    header, *rows = [line.split() for line in text.strip().splitlines()]
+    table = {}
+    for searcher, *cells in rows:
+        assert len(cells) == len(header), searcher
+        table.update({(searcher, kind): cell == "Y" for kind, cell in zip(header, cells)})
+    return table
+
+
+SUPPORTED = _parse_table(DOMAIN_TABLE)
+
+#: One domain of each kind, as a user writes it.
+EXAMPLES = {
+    "uniform": {"uniform": [0.1, 0.9]},
+    "loguniform": {"loguniform": [1.0e-4, 1.0e-2]},
+    "quniform": {"quniform": [0.0, 2.0, 0.25]},
+    "qloguniform": {"qloguniform": [1.0, 64.0, 1.0]},
+    "randint": {"randint": [1, 8]},
+    "qrandint": {"qrandint": [0, 64, 8]},
+    "lograndint": {"lograndint": [1, 256]},
+    "choice": {"choice": [[16], [32, 32], "tanh"]},
+    "grid": {"grid": [0.1, 0.2]},
+    "normal": {"normal": [0.0, 1.0]},
+    "fixed": 0.5,
+}
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)
@@ -79,21 +121,67 @@ def check_draw(space, draw):
     assert set(draw) <= {p.path for p in space}
 
 
+def test_the_table_covers_every_searcher_and_domain_kind():
+    assert {s for s, _ in SUPPORTED} == set(SEARCHERS)
+    assert {k for _, k in SUPPORTED} == set(DOMAIN_KINDS) | {"fixed"} == set(EXAMPLES)
+    assert set(CONDITIONS) == set(SEARCHERS)
+
+
+@pytest.mark.parametrize(("searcher", "kind"), sorted(SUPPORTED))
+def test_each_searcher_expresses_exactly_the_domains_readme_lists(searcher, kind):
+    space = {"training.x": copy.deepcopy(EXAMPLES[kind])}
+    if kind == "fixed":
+        # A space of fixed values only searches nothing (TuneBOHB refuses to sample from it): a fixed
+        # value rides beside one searched parameter the searcher takes.
+        space["training.y"] = copy.deepcopy(EXAMPLES["grid" if searcher == "grid" else "uniform"])
+    document = {**BASE, "budget": {"env_steps": 1000, "trials": 2}, "search_space": space, "searcher": {"name": searcher, "seed": 0}}
+    if SUPPORTED[searcher, kind]:
+        spec = rlsweep.load_spec(document, preflight=False)
+        parameters = {p.path: p for p in spec.search_space}
+        assert parameters["training.x"].domain.kind == kind
+        draws = rlsweep.sample(spec, 6)
+        assert len(draws) == 6
+        for draw in draws:
+            assert set(draw) == set(space)
+            for path, value in draw.items():
+                assert parameters[path].domain.contains(value), (draw, parameters[path].domain)
+    else:
+        with pytest.raises(SpecError) as caught:
+            rlsweep.load_spec(document, preflight=False)
+        problems = caught.value.problems
+        assert problems and all(p.path == "search_space.training.x" for p in problems), problems
+        # The refusal says which searcher cannot take which domain.
+        assert any(f"{searcher!r}" in p.message and f"{kind!r}" in p.message for p in problems), problems
+
+
+def _expected_refusals(searcher, document) -> set[str]:
+    """The spec paths the table says ``searcher`` refuses in a generated ``document``."""
+    refused = set()
+    for path, value in document.items():
+        kind = next(iter(k for k in value if k != "when"))
+        if not SUPPORTED[searcher, kind]:
+            refused.add(f"search_space.{path}")
+        if "when" in value and not CONDITIONS[searcher]:
+            refused.add(f"search_space.{path}.when")
+    return refused
+
+
 @pytest.mark.parametrize("searcher", EVERY_SEARCHER)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=spaces())
 def test_every_draw_is_inside_its_domain_with_its_type_and_conditions(searcher, document):
     space, problems = parse_search_space(document)
     assert not problems
+    expected = _expected_refusals(searcher, document)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             spec = rlsweep.load_spec({**BASE, "search_space": document, "searcher": {"name": searcher, "seed": 1}}, preflight=False)
     except (SpecError, IncompatibleError) as exc:
-        # A refusal must name a parameter and the searcher; it is never a silent drop.
-        assert all(p.path.startswith("search_space.") for p in exc.problems)
-        assert all(searcher in p.message or "grid" in p.message for p in exc.problems)
+        # Refused exactly where the table says, each refusal at its parameter; never a silent drop.
+        assert {p.path for p in exc.problems} == expected, (exc.problems, expected)
         return
+    assert not expected, f"{searcher} accepted what README says it refuses: {sorted(expected)}"
     for draw in rlsweep.sample(spec, 6):
         check_draw(space, draw)
 

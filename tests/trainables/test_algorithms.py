@@ -43,6 +43,11 @@ CASES: dict[str, tuple[str, dict[str, Any], str, int]] = {
 }
 
 
+#: How far rlsweep's iteration time may differ from Tune's for the same call (measured: under 1 ms).
+TIMING_TOLERANCE_S = 0.02
+TIMING_TOLERANCE_REL = 0.05
+
+
 def _spec(tmp_path: Path, algorithm: str) -> rlsweep.SweepSpec:
     env, config, searched, budget = CASES[algorithm]
     return rlsweep.load_spec(
@@ -75,9 +80,15 @@ def test_algorithm_runs_reports_evaluates_and_gives_its_policy_back(algorithm, t
     for row in rows:
         for name in NORMALIZED_METRICS:
             assert name in row, f"{algorithm} did not report {name}"
-        parts = row["sample_time_s"] + row["learn_time_s"] + row["other_time_s"]
-        assert min(row["sample_time_s"], row["learn_time_s"], row["other_time_s"]) >= 0
-        assert parts == pytest.approx(row["iteration_time_s"], abs=1e-6)
+        # Against a clock rlsweep does not compute: Tune's own time for the same algo.train() call.
+        iteration = row["rllib/time_this_iter_s"]
+        assert abs(row["iteration_time_s"] - iteration) <= TIMING_TOLERANCE_S + TIMING_TOLERANCE_REL * iteration, (
+            row["iteration_time_s"], iteration
+        )
+        # Every iteration samples; no phase is negative, and sampling and learning together fit in the
+        # iteration as Tune timed it.
+        assert row["sample_time_s"] > 0 and row["learn_time_s"] >= 0 and row["other_time_s"] >= 0
+        assert row["sample_time_s"] + row["learn_time_s"] <= iteration + TIMING_TOLERANCE_S
         assert row["peak_memory_mb"] > 100
     # Learning has started by the last iteration, and its time is counted (IMPALA/APPO: the learner thread).
     assert rows[-1]["learn_time_s"] > 0

@@ -1,0 +1,113 @@
+"""The plots a sweep saves show something, and show every trial: each PNG is decoded and its pixels
+counted, on an experiment directory written by hand (as Tune lays one out), so which trials must appear
+is known."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from rlsweep.analysis import load
+from rlsweep.analysis._plots import save_plots
+from tests.conftest import TINY_SPEC
+
+#: Five trials: lr, hidden layers, returns per 1000 env steps (the last one stopped early, at 2000).
+TRIALS = {
+    "aaaa": (1.0e-4, [16], [10, 40, 70, 100]),
+    "bbbb": (3.0e-4, [32, 32], [15, 60, 110, 200]),
+    "cccc": (1.0e-3, [16], [5, 100, 200, 300]),
+    "dddd": (2.0e-3, [32, 32], [50, 150, 250, 400]),
+    "eeee": (3.0e-3, [16], [0, -5]),
+}
+
+
+@pytest.fixture
+def experiment(tmp_path):
+    root = tmp_path / "exp"
+    root.mkdir()
+    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
+    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "plots"}))
+    for trial_id, (lr, hiddens, returns) in TRIALS.items():
+        trial = root / f"train_{trial_id}_00000_0_x"
+        trial.mkdir()
+        config = {"training.lr": lr, "rl_module.model_config.fcnet_hiddens": hiddens}
+        (trial / "params.json").write_text(json.dumps(config))
+        with (trial / "result.json").open("w") as out:
+            for i, value in enumerate(returns, start=1):
+                row = {"trial_id": trial_id, "env_steps": 1000 * i, "return_mean": value, "timestamp": i, "config": config}
+                out.write(json.dumps(row) + "\n")
+    return root
+
+
+def _pixels(path):
+    from matplotlib import image
+
+    rgb = image.imread(str(path))[..., :3].astype(float)
+    assert rgb.ndim == 3 and rgb.shape[0] > 100 and rgb.shape[1] > 100
+    return rgb
+
+
+def _hue_clusters(rgb, min_pixels: int = 30) -> list[tuple[float, float]]:
+    """The separate hues the image is drawn in: saturated pixels binned by hue (5 degree bins), runs of
+    bins holding at least ``min_pixels`` merged, around the circle. Greys, black text and white are left
+    out, and so are the few mixed pixels where two lines cross."""
+    from matplotlib.colors import rgb_to_hsv
+
+    hsv = rgb_to_hsv(np.clip(rgb, 0, 1))
+    coloured = (hsv[..., 1] > 0.2) & (hsv[..., 2] > 0.2)
+    counts, edges = np.histogram(hsv[..., 0][coloured] * 360, bins=72, range=(0, 360))
+    strong = counts >= min_pixels
+    clusters: list[list[int]] = []
+    for i in range(len(counts)):
+        if strong[i]:
+            if clusters and clusters[-1][-1] == i - 1:
+                clusters[-1].append(i)
+            else:
+                clusters.append([i])
+    if len(clusters) > 1 and clusters[0][0] == 0 and clusters[-1][-1] == len(counts) - 1:
+        clusters[0] = clusters.pop() + clusters[0]
+    return [(edges[c[0]], edges[c[-1] + 1]) for c in clusters]
+
+
+def _not_blank(rgb):
+    grey = rgb.mean(axis=2)
+    assert grey.std() > 0.05, "the image is (nearly) one flat colour"
+    assert (grey < 0.5).mean() > 0.001, "nothing dark is drawn (no text, no axes)"
+    assert len(np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 20
+
+
+@pytest.fixture
+def plots(experiment, tmp_path):
+    paths = save_plots(load(experiment), tmp_path / "plots")
+    return {p.name: p for p in paths}
+
+
+def test_learning_curves_draw_one_coloured_line_per_trial(plots):
+    rgb = _pixels(plots["learning_curves.png"])
+    _not_blank(rgb)
+    # Matplotlib's colour cycle gives each trial's line its own hue (blue, orange, green, red, purple).
+    hues = _hue_clusters(rgb)
+    assert len(hues) == len(TRIALS), hues
+
+
+def test_parallel_coordinates_draw_one_line_per_trial_coloured_by_its_score(plots):
+    rgb = _pixels(plots["parallel_coordinates.png"])
+    _not_blank(rgb)
+    # Best returns 100, 200, 300, 400 and 0, scaled to [0, 1] (0.25, 0.5, 0.75, 1, 0) and coloured with
+    # viridis: five hues (blue, teal, green, yellow, purple), one per trial.
+    hues = _hue_clusters(rgb)
+    assert len(hues) == len(TRIALS), hues
+    # The best trial's line is viridis' top (yellow, hue ~54 degrees); the worst one's its bottom (purple).
+    assert any(lo <= 54 <= hi for lo, hi in hues) and any(lo <= 287 <= hi for lo, hi in hues), hues
+
+
+def test_parameter_importance_draws_bars(plots):
+    rgb = _pixels(plots["param_importance.png"])
+    _not_blank(rgb)
+    # Two searched parameters that varied over five finished trials: one bar each, in the default blue.
+    hues = _hue_clusters(rgb, min_pixels=200)
+    assert len(hues) == 1 and hues[0][0] <= 205 <= hues[0][1], hues

@@ -2,9 +2,9 @@
 checkpoint, evaluation on fresh seeds, plots, and the MLflow export (live and after the sweep)."""
 
 from rlsweep.analysis._live import live_logger
-from rlsweep.analysis._load import Best, CheckpointRecord, Sweep, Trial, load
+from rlsweep.analysis._load import CheckpointRecord, Sweep, Trial, load
 from rlsweep.analysis._mlflow import export
-from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP, SelectionRule
+from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP, Best, SelectionRule
 
 __all__ = [
     "DEFAULT_EVAL_SEEDS",

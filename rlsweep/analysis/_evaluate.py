@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlsweep._envs import make_env
+from rlsweep.analysis._rules import Best
 from rlsweep.errors import SweepError
 from rlsweep.policy import Policy, load_policy, policy_ids
 
 if TYPE_CHECKING:
-    from rlsweep.analysis._load import Best, Sweep
     from rlsweep.spec import SweepSpec
 
 #: An episode that has not ended after this many steps is cut off (an env without a time limit).
@@ -89,14 +89,14 @@ def evaluate_checkpoint(spec: SweepSpec, best: Best, *, episodes: int, seeds: Se
     }
 
 
-def evaluate_checkpoints(sweep: Sweep, ranked: Sequence[Best], *, episodes: int, seeds: Sequence[int]) -> Any:
+def evaluate_checkpoints(spec: SweepSpec, ranked: Sequence[Best], *, episodes: int, seeds: Sequence[int]) -> Any:
     import pandas as pd
 
     if episodes < 1:
         raise SweepError(f"episodes must be >= 1, got {episodes}")
     if not seeds:
         raise SweepError("give at least one seed")
-    rows = [evaluate_checkpoint(sweep.spec, best, episodes=episodes, seeds=seeds) for best in ranked if best.checkpoint]
+    rows = [evaluate_checkpoint(spec, best, episodes=episodes, seeds=seeds) for best in ranked if best.checkpoint]
     table = pd.DataFrame.from_records(rows)
     if not table.empty:
         table = table.sort_values("eval_return_mean", ascending=False, kind="stable", key=lambda c: c.fillna(-math.inf))

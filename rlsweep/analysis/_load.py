@@ -6,47 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rlsweep import store
-from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, EVAL_CANDIDATES, EVAL_EPISODES, SelectionRule
+from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, EVAL_CANDIDATES, EVAL_EPISODES, Best, SelectionRule
 from rlsweep.errors import SpecError, SweepError
 from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, env_steps
 from rlsweep.spec import SweepSpec, parse_spec, parse_yaml
 from rlsweep.store import CheckpointRecord, Trial
-
-
-@dataclass(frozen=True)
-class Best:
-    """The best trial under a rule, and the checkpoint of it that scored best under the same rule."""
-
-    trial_id: str
-    config: Mapping[str, Any]
-    metric: str
-    mode: str
-    rule: str
-    value: float
-    env_steps: int
-    checkpoint: Path | None
-    checkpoint_value: float | None = None
-    checkpoint_env_steps: int | None = None
-    trial_path: Path | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "trial_id": self.trial_id,
-            "config": dict(self.config),
-            "metric": self.metric,
-            "mode": self.mode,
-            "rule": self.rule,
-            "value": self.value,
-            "env_steps": self.env_steps,
-            "checkpoint": str(self.checkpoint) if self.checkpoint else None,
-            "checkpoint_value": self.checkpoint_value,
-            "checkpoint_env_steps": self.checkpoint_env_steps,
-        }
 
 
 class Sweep:
@@ -164,7 +133,7 @@ class Sweep:
         candidates = [b for b in self.ranked(DEFAULT_RULE) if b.checkpoint is not None][:EVAL_CANDIDATES]
         if not candidates:
             return []
-        table = evaluate_checkpoints(self, candidates, episodes=EVAL_EPISODES, seeds=DEFAULT_EVAL_SEEDS)
+        table = evaluate_checkpoints(self.spec, candidates, episodes=EVAL_EPISODES, seeds=DEFAULT_EVAL_SEEDS)
         by_trial = {b.trial_id: b for b in candidates}
         return [
             replace(
@@ -221,7 +190,7 @@ class Sweep:
         """
         from rlsweep.analysis._evaluate import evaluate_checkpoints
 
-        return evaluate_checkpoints(self, self.ranked(rule)[:top], episodes=episodes, seeds=seeds)
+        return evaluate_checkpoints(self.spec, self.ranked(rule)[:top], episodes=episodes, seeds=seeds)
 
     def to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> str:
         """Log the sweep to MLflow (parent run + a child run per trial); idempotent. Returns the parent id."""
@@ -250,4 +219,4 @@ def load(path: str | Path) -> Sweep:
     return Sweep(root, spec, store.read_trials(root, budget_env_steps=spec.budget.env_steps), info)
 
 
-__all__ = ["Best", "CheckpointRecord", "Sweep", "Trial", "load"]
+__all__ = ["CheckpointRecord", "Sweep", "Trial", "load"]

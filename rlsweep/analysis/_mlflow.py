@@ -23,7 +23,7 @@ from rlsweep.spec import DEFAULT_TRACKING_URI, MlflowSpec
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from rlsweep.analysis._load import Sweep
+    from rlsweep.analysis._view import SweepView
     from rlsweep.spec import SweepSpec
 
 SWEEP_TAG = "rlsweep.sweep_id"
@@ -174,7 +174,7 @@ def create_child(
     return str(run.info.run_id)
 
 
-def _log_best(client: MlflowClient, parent_id: str, sweep: Sweep) -> None:
+def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
     """Best trial tags and summary metrics, best config as YAML, plots, and the best checkpoint's files."""
     from mlflow.entities import Metric, RunTag
 
@@ -216,7 +216,7 @@ def _trial_start_ms(trial: Any) -> int | None:
     return int(start * 1000) if start > 0 else None
 
 
-def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
+def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
     """Log ``sweep`` to MLflow; calling it again adds only what is new. Returns the parent run id.
 
     Raises:
@@ -236,7 +236,7 @@ def export(sweep: Sweep, *, tracking_uri: str | None = None, experiment: str | N
         ) from exc
 
 
-def _export(sweep: Sweep, uri: str, experiment_name: str, progress: dict[str, int]) -> str:
+def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str, int]) -> str:
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)

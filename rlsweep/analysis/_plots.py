@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rlsweep.analysis._load import Sweep
+    from rlsweep.analysis._view import SweepView
 
 #: The files :func:`save_plots` writes, by name.
 PLOTS = ("learning_curves.png", "parallel_coordinates.png", "param_importance.png")
@@ -23,7 +23,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def learning_curves(sweep: Sweep, path: Path) -> Path:
+def learning_curves(sweep: SweepView, path: Path) -> Path:
     """The metric against env steps for every trial; a trial that stopped before the budget ends in an x."""
     plt = _pyplot()
     metric = sweep.spec.metric.name
@@ -48,7 +48,7 @@ def learning_curves(sweep: Sweep, path: Path) -> Path:
     return path
 
 
-def _param_frame(sweep: Sweep) -> tuple[Any, str]:
+def _param_frame(sweep: SweepView) -> tuple[Any, str]:
     """Trials x searched parameters (non-numeric values as text), and the score column's name."""
     import pandas as pd
 
@@ -66,7 +66,7 @@ def _param_frame(sweep: Sweep) -> tuple[Any, str]:
     return frame[frame[score].map(lambda v: isinstance(v, (int, float)) and math.isfinite(v))], score
 
 
-def parallel_coordinates(sweep: Sweep, path: Path) -> Path:
+def parallel_coordinates(sweep: SweepView, path: Path) -> Path:
     """One line per trial across its parameters (each axis scaled to its range), coloured by the score."""
     import numpy as np
 
@@ -106,11 +106,11 @@ def parallel_coordinates(sweep: Sweep, path: Path) -> Path:
     return path
 
 
-def _log_params(sweep: Sweep) -> set[str]:
+def _log_params(sweep: SweepView) -> set[str]:
     return {p.path for p in sweep.spec.search_space if "log" in getattr(p.domain, "kind", "")}
 
 
-def param_importance(sweep: Sweep) -> dict[str, float]:
+def param_importance(sweep: SweepView) -> dict[str, float]:
     """Optuna's fANOVA importance of each searched parameter for the score, from the finished trials."""
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution
@@ -137,7 +137,7 @@ def param_importance(sweep: Sweep) -> dict[str, float]:
     return dict(optuna.importance.get_param_importances(study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)))
 
 
-def importance_plot(sweep: Sweep, path: Path) -> Path:
+def importance_plot(sweep: SweepView, path: Path) -> Path:
     plt = _pyplot()
     importances = param_importance(sweep)
     figure, axes = plt.subplots(figsize=(7, 0.5 * max(3, len(importances)) + 1.2))
@@ -155,7 +155,7 @@ def importance_plot(sweep: Sweep, path: Path) -> Path:
     return path
 
 
-def save_plots(sweep: Sweep, directory: Path) -> list[Path]:
+def save_plots(sweep: SweepView, directory: Path) -> list[Path]:
     """Write every plot into ``directory``; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     return [

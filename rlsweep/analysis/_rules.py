@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from rlsweep.errors import UsageError
 
@@ -71,3 +72,34 @@ EVAL_CANDIDATES = 3
 EVAL_EPISODES = 10
 #: Evaluation env seeds: fixed, so two evaluations compare, and unlikely to be ones a trial trained on.
 DEFAULT_EVAL_SEEDS: tuple[int, ...] = (100_003, 100_019, 100_043)
+
+
+@dataclass(frozen=True)
+class Best:
+    """The best trial under a rule, and the checkpoint of it that scored best under the same rule."""
+
+    trial_id: str
+    config: Mapping[str, Any]
+    metric: str
+    mode: str
+    rule: str
+    value: float
+    env_steps: int
+    checkpoint: Path | None
+    checkpoint_value: float | None = None
+    checkpoint_env_steps: int | None = None
+    trial_path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial_id": self.trial_id,
+            "config": dict(self.config),
+            "metric": self.metric,
+            "mode": self.mode,
+            "rule": self.rule,
+            "value": self.value,
+            "env_steps": self.env_steps,
+            "checkpoint": str(self.checkpoint) if self.checkpoint else None,
+            "checkpoint_value": self.checkpoint_value,
+            "checkpoint_env_steps": self.checkpoint_env_steps,
+        }

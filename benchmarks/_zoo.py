@@ -20,6 +20,11 @@ the way rl-zoo3's docs run a search ("python train.py --algo ppo --env MountainC
   The default would be one evaluation per 100k steps.
 - Evaluations are deterministic (``deterministic_eval`` is False only for Atari and MiniGrid) over
   ``--eval-episodes`` episodes (default 5) on ``--n-eval-envs`` (default 1) env.
+- Both the TPE sampler and the median pruner start after ``--n-startup-trials`` (10) trials: until then
+  trials are drawn at random (TPE's startup) and none is pruned. PPO trials are not seeded
+  (``seed=None``); ``--seed`` seeds the sampler and the envs.
+- A PPO trial runs whole rollouts (``n_steps * n_envs``, up to 4096 * 8 in rl-zoo3's space), so it can
+  pass ``-n`` and keeps being evaluated there (an evaluation at 60k steps in a 50k budget); those count.
 - ``--num-threads`` is left at its default (-1: torch's own, one thread per core), so J trial threads
   share one GIL and each asks torch for all cores.
 

@@ -27,6 +27,7 @@ NORMALIZED_METRICS: dict[str, str] = {
     "sample_time_s": "time of this iteration spent collecting samples",
     "learn_time_s": "time of this iteration spent in learner updates (IMPALA/APPO: the learner thread's)",
     "other_time_s": "the rest of this iteration (replay buffer, weight sync, metrics)",
+    "env_steps_per_s": "env steps sampled in this iteration per second of its wall time (sampling and learning)",
     "time_total_s": "wall time of the trial so far",
     "peak_memory_mb": "peak resident memory of the trial's processes (its own, remote env runners, learners)",
     "eval_return_mean": "mean return of the latest separate greedy evaluation episodes",

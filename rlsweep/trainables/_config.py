@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 #: measured in the timing split instead of vanishing into another process.
 RLSWEEP_DEFAULTS: dict[str, Any] = {"env_runners.num_env_runners": 0, "learners.num_learners": 0}
 
+#: Envs one env runner steps as a vectorized batch, for algorithms that learn from fixed-size batches of
+#: fresh samples (PPO, APPO, IMPALA): the batch and the updates per env step stay as configured, and
+#: sampling goes ~2x faster on cheap envs (measured on CartPole, README "Defaults"). Off-policy algorithms
+#: (a replay buffer) keep 1: more envs per sample call would change their updates per env step.
+VECTOR_ENVS = 8
+
 #: The work floor of one iteration for algorithms whose RLlib default is a time floor (IMPALA/APPO 10 s,
 #: SAC 1 s): an iteration then samples at least this many env steps, whatever the machine's speed.
 ITERATION_ENV_STEPS = 1000
@@ -75,12 +81,31 @@ def iteration_settings(algorithm: str) -> dict[str, Any]:
     return {MIN_TIME: 0, MIN_STEPS: min_steps}
 
 
+@lru_cache(maxsize=None)
+def throughput_settings(algorithm: str, env: str) -> dict[str, Any]:
+    """Vectorized envs where they change nothing but the speed: on-policy algorithms, single-agent envs."""
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+    if getattr(algorithm_class(algorithm).get_default_config(), "replay_buffer_config", None) is not None:
+        return {}
+    resolved = resolve_env(env)
+    if isinstance(resolved, type) and issubclass(resolved, MultiAgentEnv):
+        return {}
+    return {"env_runners.num_envs_per_env_runner": VECTOR_ENVS}
+
+
 def settings_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> dict[str, Any]:
     """All ``method.argument`` settings of one trial, in the order they apply: rlsweep's defaults, the
-    algorithm's iteration settings, the spec's ``config``, then the trial's draw. These are the trial's
-    params as exported, so what an iteration means is visible beside what was searched."""
+    algorithm's iteration and throughput settings, the spec's ``config``, then the trial's draw. These are
+    the trial's params as exported, so what an iteration means is visible beside what was searched."""
     chosen = {k: v for k, v in sampled.items() if k != POLICIES_PATH}
-    return {**RLSWEEP_DEFAULTS, **iteration_settings(spec.algorithm), **spec.config, **chosen}
+    return {
+        **RLSWEEP_DEFAULTS,
+        **iteration_settings(spec.algorithm),
+        **throughput_settings(spec.algorithm, spec.env),
+        **spec.config,
+        **chosen,
+    }
 
 
 class AgentToPolicy:

@@ -91,6 +91,7 @@ class TrialLoop:
         self.next_checkpoint = plan.checkpoint_every
         self.next_eval = plan.eval_every or 0
         self.last_rule = 0
+        self.env_steps = 0
         self.checked_keys = False
 
     @staticmethod
@@ -123,7 +124,7 @@ class TrialLoop:
         # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
         reapply_learning_rates(self.algo)
         self.normalizer.restore(meta.get("carried", {}))
-        restored = metrics.env_steps(meta["metrics"])
+        restored = self.env_steps = metrics.env_steps(meta["metrics"])
         if restored >= self.spec.budget.env_steps:
             # Nothing is left to train: the trial ends at the budget with the metrics it copied.
             tune.report({**meta["metrics"], **in_effect_row(self.algo, self.searched)})
@@ -163,6 +164,9 @@ class TrialLoop:
         normalized.update(self.timer.last)
         if eval_time is not None:
             normalized["eval_time_s"] = eval_time
+        sampled = normalized[metrics.ENV_STEPS] - self.env_steps
+        self.env_steps = normalized[metrics.ENV_STEPS]
+        normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
         normalized["peak_memory_mb"] = trial_peak_memory_mb(self.algo)
         normalized["time_total_s"] = result.get("time_total_s", 0.0)
         row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib_section(result), node_id=self.node_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,7 +45,8 @@ def unflatten(flat: Mapping[str, Any], sep: str = ".") -> dict[str, Any]:
     where a mapping was (or the reverse) replaces it: the later key wins."""
     nested: dict[str, Any] = {}
     for path, value in flat.items():
-        set_in(nested, path.split(sep), value)
+        # A copy: a later, deeper path would otherwise write into the caller's own mapping.
+        set_in(nested, path.split(sep), copy.deepcopy(value))
     return nested
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlsweep import sweep
 from rlsweep.analysis import Best, load, live_logger
-from rlsweep.errors import ExportError, IncompatibleError, SpecError
+from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
 from rlsweep.spec import SweepSpec
 
@@ -45,7 +45,10 @@ def _live_callbacks(spec: SweepSpec, path: Path, sweep_id: str) -> list[Any]:
 
 def _finish(spec: SweepSpec, path: Path, errored: int) -> SweepResult:
     swept = load(path)
-    best = swept.best() if swept.has_results() else None
+    try:
+        best = swept.best()
+    except SweepError:
+        best = None  # no trial reported the metric, or every one that did ended in an error
     run_id, export_error = None, None
     if spec.mlflow is not None and spec.mlflow.export:
         try:

@@ -35,6 +35,7 @@ DEFAULT_STORAGE = "./rlsweep_results"
 #: The search-space path that picks one of the spec's named ``policies`` setups.
 POLICIES_PATH = "policies"
 
+Text = Annotated[StrictStr, Field(min_length=1)]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 Seconds = Annotated[StrictFloat, Field(ge=1)]
@@ -46,7 +47,7 @@ class SearcherSpec(Section):
 
     model_config = ConfigDict(extra="allow")
 
-    name: StrictStr | None = None
+    name: Text | None = None
     """random | grid | optuna | hyperopt | bayesopt | bohb; default: chosen from the scheduler and the space"""
     seed: NonNegativeInt | None = None
     """seed of the searcher's draws: the same spec then tries the same configs"""
@@ -62,7 +63,7 @@ class SchedulerSpec(Section):
 
     model_config = ConfigDict(extra="allow")
 
-    name: StrictStr | None = None
+    name: Text | None = None
     """fifo | asha | hyperband | median | pbt | pb2 | bohb; default: chosen from the searcher"""
 
     @property
@@ -82,7 +83,7 @@ class BudgetSpec(Section):
 
 
 class MetricSpec(Section):
-    name: StrictStr = "return_mean"
+    name: Text = "return_mean"
     """the metric the searcher and scheduler optimize: an rlsweep name or rllib/<RLlib key>"""
     mode: Literal["min", "max"] = "max"
     """whether higher or lower is better"""
@@ -111,16 +112,16 @@ class FailureSpec(Section):
 
 
 class RaySpec(Section):
-    address: StrictStr | None = None
+    address: Text | None = None
     """null: start a local runtime; "auto" or "ray://host:port" joins a cluster"""
     num_cpus: PositiveInt | None = None
     """CPUs of the local runtime; default: the machine's"""
 
 
 class MlflowSpec(Section):
-    tracking_uri: StrictStr = DEFAULT_TRACKING_URI
+    tracking_uri: Text = DEFAULT_TRACKING_URI
     """the MLflow store: a SQLite file, a directory or an http(s) server"""
-    experiment: StrictStr = "rlsweep"
+    experiment: Text = "rlsweep"
     """the MLflow experiment the sweep's runs go to"""
     export: StrictBool = True
     """export the sweep when it ends"""
@@ -173,11 +174,11 @@ class SweepSpec(Section):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, title="rlsweep spec")
 
-    name: StrictStr = "sweep"
+    name: Text = "sweep"
     """experiment name: the folder under storage and the MLflow parent run; default: the file's name"""
-    algorithm: StrictStr
+    algorithm: Text
     """any RLlib algorithm name: PPO, APPO, IMPALA, DQN, SAC, ..."""
-    env: StrictStr
+    env: Text
     """a gymnasium id, or "package.module:EnvClass\""""
     env_config: dict[str, Any] = {}
     """passed to the env constructor"""
@@ -185,7 +186,7 @@ class SweepSpec(Section):
     """fixed RLlib settings, addressed as AlgorithmConfig method.argument (training.lr)"""
     search_space: Annotated[SearchSpace, WithJsonSchema(_SEARCH_SPACE_SCHEMA)] = SearchSpace()
     """parameter path -> domain ({loguniform: [low, high]}, {choice: [...]}, ...) or a fixed value"""
-    preset: StrictStr | None = None
+    preset: Text | None = None
     """a named searcher + scheduler pairing (optuna-asha, bohb, pbt, ...)"""
     searcher: SearcherSpec = SearcherSpec()
     """which searcher proposes configs"""
@@ -205,7 +206,7 @@ class SweepSpec(Section):
     """multi-agent: {map: {agent: policy}, train: [...]}, or named setups search_space.policies picks from"""
     failure: FailureSpec = FailureSpec()
     """retries of a failed trial"""
-    storage: StrictStr = DEFAULT_STORAGE
+    storage: Text = DEFAULT_STORAGE
     """where experiment directories go: a path or a pyarrow-supported URI"""
     ray: RaySpec = RaySpec()
     """the Ray runtime or cluster"""
@@ -238,8 +239,23 @@ def json_schema() -> dict[str, Any]:
     for name in ("searcher", "scheduler"):
         properties[name] = {"anyOf": [{"type": "string"}, properties[name]], "description": properties[name].get("description", "")}
     properties["mlflow"]["anyOf"].append({"const": False})
+    for name in set(properties) - set(schema.get("required", [])):
+        # ``section:`` with every line under it commented out is YAML's null: the section's defaults.
+        _allow_null(properties[name], schema["$defs"])
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def _allow_null(prop: dict[str, Any], defs: dict[str, Any]) -> None:
+    """Let a property's schema accept null too, keeping its own errors specific (no wrapping anyOf)."""
+    if "$ref" in prop:
+        target = defs[prop["$ref"].rsplit("/", 1)[-1]]
+        target["type"] = [target["type"], "null"] if isinstance(target.get("type"), str) else target.get("type")
+    elif "anyOf" in prop:
+        if {"type": "null"} not in prop["anyOf"]:
+            prop["anyOf"].append({"type": "null"})
+    elif isinstance(prop.get("type"), str):
+        prop["type"] = [prop["type"], "null"]
 
 
 # --- YAML ----------------------------------------------------------------------------------------------
@@ -327,6 +343,8 @@ def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str,
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Sections that ``null`` or ``false`` switch off, rather than leaving at their default.
 _SWITCHABLE = {"mlflow"}
+#: Sections whose mappings hold user values, where null is a value (an env's or RLlib's argument).
+_VALUES_MAY_BE_NULL = {"env_config", "config", "stop"}
 #: Fields parsed by their own code (their errors are more specific than a type's).
 _CUSTOM = {"search_space", "policies"}
 
@@ -355,6 +373,9 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
             continue
         if name in ("searcher", "scheduler") and isinstance(raw, str):
             raw = {"name": raw}
+        if isinstance(raw, Mapping) and name not in _VALUES_MAY_BE_NULL:
+            # ``key: ~`` inside a section means its default, as when the key is left out.
+            raw = {k: v for k, v in raw.items() if v is not None}
         value, found = check_field(SweepSpec, name, raw, name)
         problems += found
         if found and isinstance(raw, Mapping):

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rlsweep import store
 from rlsweep._dotted import flatten
 from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError
@@ -137,10 +139,12 @@ def run(
     max_concurrent = _default_concurrency(spec, cluster_cpus, trial_cpus)
 
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
+    # With its name, which a dict spec may leave out: reading the YAML back would name it after the file.
+    document = {**spec.document, "name": spec.name}
     sweep_id = store.create_experiment(
         path,
-        spec_yaml=spec.to_yaml(),
-        document=spec.document,
+        spec_yaml=yaml.safe_dump(document, sort_keys=False),
+        document=document,
         searcher=spec.searcher.name,
         scheduler=spec.scheduler.name,
         restores_other_trials=restores_other_trials(spec),

@@ -20,6 +20,9 @@ TINY_SPEC: dict[str, Any] = {
         "training.train_batch_size": 1000,
         "training.minibatch_size": 250,
         "training.num_epochs": 2,
+        # One env per runner: an iteration then samples exactly the train batch (8 vectorized envs, the
+        # default for PPO, overshoot it by a few steps), and the tests check env-step counts exactly.
+        "env_runners.num_envs_per_env_runner": 1,
     },
     "search_space": {
         "training.lr": {"loguniform": [1.0e-4, 3.0e-3]},
@@ -63,6 +66,7 @@ def small_ppo(name: str, storage: Path, *, batch: int = 500, minibatch: int = 12
             "training.train_batch_size_per_learner": batch,
             "training.minibatch_size": minibatch,
             "training.num_epochs": epochs,
+            "env_runners.num_envs_per_env_runner": 1,  # exact env-step counts (see TINY_SPEC)
         },
         "search_space": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}},
         "searcher": {"name": "random", "seed": 0},

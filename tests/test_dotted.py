@@ -29,3 +29,11 @@ def test_set_in_makes_parents_and_replaces_a_value_standing_where_a_mapping_must
     set_in(document, ["keep", "y"], 2)
     set_in(document, ["new", "deep", "leaf"], True)
     assert document == {"budget": {"trials": 4}, "keep": {"x": 1, "y": 2}, "new": {"deep": {"leaf": True}}}
+
+
+def test_unflatten_leaves_the_callers_mappings_alone():
+    # config: {rl_module.model_config: {fcnet_hiddens: [32]}} beside a searched rl_module.model_config.x
+    given = {"fcnet_hiddens": [32]}
+    nested = unflatten({"rl_module.model_config": given, "rl_module.model_config.fcnet_activation": "relu"})
+    assert nested == {"rl_module": {"model_config": {"fcnet_hiddens": [32], "fcnet_activation": "relu"}}}
+    assert given == {"fcnet_hiddens": [32]}

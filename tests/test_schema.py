@@ -73,3 +73,12 @@ def test_the_schema_documents_every_field():
     assert budget["trials"]["default"] == 4 and "trials" in budget["trials"]["description"]
     asha = next(v for v in schema["properties"]["scheduler"]["anyOf"] if v.get("properties", {}).get("name") == {"const": "asha"})
     assert asha["properties"]["reduction_factor"]["default"] == 3
+
+
+def test_a_section_left_empty_is_valid_for_the_schema_as_for_the_parser(validator):
+    import rlsweep
+
+    document = copy.deepcopy(TINY_SPEC)
+    document.update(checkpoint=None, searcher=None, search_space=None, evaluation=None)
+    assert errors(validator, document) == []
+    rlsweep.load_spec(document, preflight=False)

@@ -271,3 +271,30 @@ def test_pbt_refuses_to_search_the_policies_setup():
         )
     )
     assert "policies setting" in problems["search_space.policies"]
+
+
+def test_empty_strings_are_refused_where_a_name_or_a_uri_is_needed():
+    problems = problems_of(with_changes(mlflow={"experiment": ""}, storage="", algorithm=""), preflight=False)
+    assert problems["mlflow.experiment"] == "must be a non-empty string, got ''"
+    assert problems["storage"] == "must be a non-empty string, got ''"
+    assert problems["algorithm"] == "must be a non-empty string, got ''"
+
+
+def test_a_null_inside_a_section_means_its_default():
+    spec = rlsweep.load_spec(with_changes(budget={"env_steps": 4000, "trials": None}, evaluation={"episodes": None}), preflight=False)
+    assert spec.budget.trials == 4 and spec.evaluation.episodes == 10
+    spec = rlsweep.load_spec(TINY_SPEC, ["budget.trials="], preflight=False)
+    assert spec.budget.trials == 4
+
+
+def test_a_spec_that_cuts_its_own_rollout_fragments_keeps_one_env_per_runner():
+    # 8 vectorized envs would make RLlib reject this valid config (fragment x envs > train batch).
+    from rlsweep.trainables import settings_for
+
+    spec = rlsweep.load_spec(
+        with_changes(config={"env_runners.rollout_fragment_length": 200, "training.train_batch_size_per_learner": 4000}),
+    )
+    assert "env_runners.num_envs_per_env_runner" not in settings_for(spec, {})
+    assert settings_for(rlsweep.load_spec(TINY_SPEC, preflight=False), {})["env_runners.num_envs_per_env_runner"] == 1
+    default = rlsweep.load_spec(with_changes(config={}), preflight=False)
+    assert settings_for(default, {})["env_runners.num_envs_per_env_runner"] == 8

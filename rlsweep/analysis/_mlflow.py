@@ -256,9 +256,10 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str
         else:
             run_id, current = run.info.run_id, run.info.status
             done = int(run.data.tags.get(ROWS_TAG, 0))
-        # A run made by an export (or live log) cut off before its first batch has no params yet; logging
-        # the same params again is a no-op in MLflow, so a run that has them is left alone.
-        params = param_entities(trial_params(trial.settings, trial.config)) if run is None or not run.data.params else []
+        # A run made by an export cut off before its params, or before the trial recorded its settings, is
+        # missing some; only those are logged (MLflow refuses to change a param's value).
+        held = run.data.params if run is not None else {}
+        params = [p for p in param_entities(trial_params(trial.settings, trial.config)) if p.key not in held]
         # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
         raw = trial.raw_rows or trial.rows
         if params or len(raw) > done:

@@ -196,6 +196,7 @@ def spec_json_schema() -> dict[str, Any]:
             )
         # A section without a name gets the registry's default; its options are then checked at validate.
         variants.append({"type": "object", "properties": {"seed": base["seed"]} if base else {}, "not": {"required": ["name"]}})
+        variants.append({"type": "null"})
         schema["properties"][section] = {"description": schema["properties"][section].get("description", ""), "anyOf": variants}
     schema["properties"]["preset"] = {"anyOf": [{"enum": list(PRESETS)}, {"type": "null"}],
                                       "description": schema["properties"]["preset"].get("description", "")}

@@ -84,6 +84,8 @@ class TrialLoop:
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
+        # Before the build, so a trial whose env or config fails to build still says what it ran with.
+        self.record_settings()
         self.algo = build_config(spec, sampled).build_algo()
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
@@ -203,7 +205,6 @@ class TrialLoop:
 
     def run(self) -> None:
         try:
-            self.record_settings()
             if self.restore():
                 return
             while True:

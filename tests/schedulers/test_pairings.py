@@ -93,7 +93,8 @@ BATCH = 200
 def document(searcher: str, scheduler: str, tmp_path=None) -> dict:
     doc = copy.deepcopy(TINY_SPEC)
     doc.update(
-        config={"training.train_batch_size": BATCH, "training.minibatch_size": 100, "training.num_epochs": 1},
+        config={"training.train_batch_size": BATCH, "training.minibatch_size": 100, "training.num_epochs": 1,
+                "env_runners.num_envs_per_env_runner": 1},  # exact env-step counts (conftest.TINY_SPEC)
         search_space=copy.deepcopy(SPACES.get(searcher) or SPACES.get(scheduler) or CONDITIONAL_SPACE),
         searcher={"name": searcher, "seed": 3},
         scheduler={"name": scheduler, **SCHEDULER_OPTIONS[scheduler]},
@@ -240,6 +241,7 @@ def test_hyperband_pauses_at_a_rung_resumes_the_better_trial_and_stops_the_worse
                 "training.train_batch_size_per_learner": STEP,
                 "training.minibatch_size": 100,
                 "training.num_epochs": 1,
+                "env_runners.num_envs_per_env_runner": 1,
                 "resources.num_cpus_for_main_process": 2,
             },
             budget={"env_steps": budget, "trials": 4, "max_concurrent": 4},

@@ -1,208 +1,318 @@
-"""Time to solve CartPole-v1 with PPO: rlsweep's defaults against hand-written Ray Tune, side by side.
+"""Time to solve CartPole-v1 with PPO: rlsweep, hand-written Ray Tune and rl-baselines3-zoo, side by side.
 
-Both sides search the same space (learning rate, epochs, batch size, discount; ``--space`` picks a narrow
-or a wide one) over the same number of
-trials and env steps per trial, on one shared 2-CPU Ray runtime, each sweep capped at 10 minutes:
+Every side searches PPO hyperparameters with the same work and resources, and is timed from the launch of
+its own process (imports and start-up included: what a user waits for) until the first deterministic
+evaluation whose mean return is >= 475:
 
-- rlsweep: a spec naming only the algorithm, env, space and budget, so every default applies (Optuna's
-  TPE, ASHA in env steps with grace budget/9, zero env runners, trials packed to the machine's CPUs).
-- raw Tune, the way Ray's docs show it: ``tune.Tuner("PPO", param_space=PPOConfig()...)`` with random
-  search (``BasicVariantGenerator``), FIFO, and RLlib's defaults with the one change needed to fit 2 CPUs
-  (1 env runner instead of 2, so a trial asks for 2 CPUs).
+- ``rlsweep``: a spec with rlsweep's defaults (Optuna TPE + ASHA in env steps, one CPU per trial, trials
+  packed to the machine) over rl-baselines3-zoo's PPO space as mapped in ``examples/zoo_ppo_space.yaml``.
+- ``raw-tune``: the same search as a competent user writes it after reading Tune's and RLlib's docs: a
+  function trainable around ``PPOConfig().build_algo()`` with 0 remote env runners (1 CPU per trial, the
+  same concurrency), ``OptunaSearch`` with the same seed, ASHA with ``time_attr`` on env steps and the same
+  grace and reduction factor, the same space (choices of lists encoded as strings, which Optuna needs).
+- ``zoo``: ``python -m rl_zoo3.train --algo ppo --env CartPole-v1 -optimize`` as its README runs it (TPE +
+  median pruner, its own space), in a venv of its own (``benchmarks/_zoo.py``).
+- Levers, each rlsweep with one speed lever off: ``rlsweep-1env`` (no vectorized envs),
+  ``rlsweep-tpe10`` (Optuna's own 10 random startup trials, univariate TPE).
 
-A sweep counts as solved at the first report where some trial's mean return over its last 3 reports is
->= 475; the same Tune stopper ends either side there. Prints per-seed wall time and total env steps
-sampled by all trials until then, the medians, and the ratio of medians. An unsolved sweep counts as the
-cap (so a ratio against it is a bound, marked with '>=').
+Same on every side: 20 trials, 2 at a time, 50,000 env steps per trial, 5 deterministic evaluation episodes
+every 10,000 env steps. Sides alternate in order from seed to seed. Results go to
+``benchmarks/results/time_to_solve-<date>.json`` with the machine and package versions.
 
-    .venv/bin/python benchmarks/time_to_solve.py [--space wide|narrow] [--seeds 0 1 2] [--cap-s 600]
+    .venv/bin/python benchmarks/time_to_solve.py --seeds 0 1 2 3 4 [--sides rlsweep raw-tune zoo] [--cap-s 600]
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import datetime as dt
+import json
+import math
+import os
+import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-SOLVED, WINDOW = 475.0, 3
-TRIALS, ENV_STEPS = 12, 150_000
-#: Two spaces, each written once for rlsweep and once in Tune's domains. "narrow" is a practitioner's
-#: first guess, where most draws learn; "wide" is the space one writes without prior knowledge, where
-#: most draws do not (too small or too large a learning rate, too short a horizon).
-SPACES = {
-    "narrow": ((1.0e-5, 1.0e-2), (1, 20), (0.95, 0.999)),
-    "wide": ((1.0e-6, 1.0e-1), (1, 30), (0.8, 0.999)),
-}
-BATCHES = [1000, 2000, 4000]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SOLVED_AT = 475.0
+TRIALS, CONCURRENCY, ENV_STEPS = 20, 2, 50_000
+EVAL_EVERY, EVAL_EPISODES = 10_000, 5
+GRACE, REDUCTION = ENV_STEPS // 9, 3  # rlsweep's ASHA defaults: grace = max / reduction_factor^2
+SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10")
 
 
-def rlsweep_space(name: str) -> dict[str, Any]:
-    lr, epochs, gamma = SPACES[name]
-    return {
-        "training.lr": {"loguniform": list(lr)},
-        "training.num_epochs": {"randint": list(epochs)},
-        "training.train_batch_size": {"choice": BATCHES},
-        "training.gamma": {"uniform": list(gamma)},
-    }
+def zoo_space() -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((REPO / "examples" / "zoo_ppo_space.yaml").read_text())["search_space"]
 
 
-def tune_space(name: str) -> dict[str, Any]:
+# --- the sides, each run in a process of its own (``--run-side``) -------------------------------------
+
+
+class Solved(Exception):
+    pass
+
+
+def _record(result_file: Path, launch: float, **fields: Any) -> None:
+    result_file.write_text(json.dumps({"time_s": time.time() - launch, **fields}))
+
+
+def run_rlsweep(seed: int, launch: float, result_file: Path, storage: Path, lever: str | None) -> None:
+    import rlsweep
     from ray import tune
 
-    lr, epochs, gamma = SPACES[name]
-    return {
-        "lr": tune.loguniform(*lr),
-        "num_epochs": tune.randint(epochs[0], epochs[1] + 1),  # Tune's upper bound is exclusive
-        "train_batch_size": tune.choice(BATCHES),
-        "gamma": tune.uniform(*gamma),
-    }
-
-
-def _lookup(result: dict, key: str) -> Any:
-    if key in result:
-        return result[key]
-    value: Any = result
-    for part in key.split("/"):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def make_stopper(metric: str, steps: str) -> Any:
-    from ray.tune import Stopper
-
-    class SolvedStopper(Stopper):
-        """Ends the sweep at the first report where a trial's last-3 mean return is >= 475."""
-
-        def __init__(self) -> None:
-            self.start = time.perf_counter()
-            self.recent: dict[str, deque] = defaultdict(lambda: deque(maxlen=WINDOW))
-            self.steps: dict[str, int] = {}
-            self.solved_at: tuple[float, int, str] | None = None
-
-        def __call__(self, trial_id: str, result: dict) -> bool:
-            value = _lookup(result, metric)
-            self.steps[trial_id] = int(_lookup(result, steps) or 0)
-            if isinstance(value, (int, float)) and value == value:
-                self.recent[trial_id].append(float(value))
-            window = self.recent[trial_id]
-            if self.solved_at is None and len(window) == WINDOW and sum(window) / WINDOW >= SOLVED:
-                self.solved_at = (time.perf_counter() - self.start, sum(self.steps.values()), trial_id)
-            return False
-
-        def stop_all(self) -> bool:
-            return self.solved_at is not None
-
-    return SolvedStopper()
-
-
-def run_rlsweep(storage: Path, seed: int, cap_s: float, space: str) -> tuple[float, int, bool, float]:
-    import rlsweep
-
+    searcher: dict[str, Any] = {"seed": seed}
+    config: dict[str, Any] = {}
+    if lever == "1env":
+        config["env_runners.num_envs_per_env_runner"] = 1
+    if lever == "tpe10":
+        searcher.update(startup_trials=10, multivariate=False)
     spec = rlsweep.load_spec(
         {
-            "name": f"solve-rlsweep-{seed}",
+            "name": f"solve-{seed}",
             "algorithm": "PPO",
             "env": "CartPole-v1",
-            "search_space": rlsweep_space(space),
-            "searcher": {"seed": seed},
-            "budget": {"env_steps": ENV_STEPS, "trials": TRIALS, "time_s": cap_s},
+            "config": config,
+            "search_space": zoo_space(),
+            "searcher": searcher,
+            "budget": {"env_steps": ENV_STEPS, "trials": TRIALS, "max_concurrent": CONCURRENCY},
+            "evaluation": {"episodes": EVAL_EPISODES, "every_env_steps": EVAL_EVERY},
             "storage": str(storage),
             "mlflow": None,
         }
     )
-    assert (spec.searcher.name, spec.scheduler.name) == ("optuna", "asha")
-    stopper = make_stopper("return_mean", "env_steps")
-    start = time.perf_counter()
+    steps: dict[str, int] = {}
+    evaluations: list[dict[str, Any]] = []
+
+    class SolvedStopper(tune.Stopper):
+        solved = False
+
+        def __call__(self, trial_id: str, result: dict) -> bool:
+            steps[trial_id] = int(result.get("env_steps", 0))
+            if result.get("eval_time_s", 0) > 0:  # an evaluation ran after this iteration
+                evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": steps[trial_id],
+                                    "mean": result["eval_return_mean"]})
+                if result["eval_return_mean"] >= SOLVED_AT and not self.solved:
+                    self.solved = True
+                    _record(result_file, launch, solved=True, env_steps=sum(steps.values()), evaluations=evaluations)
+            return False
+
+        def stop_all(self) -> bool:
+            return self.solved
+
+    stopper = SolvedStopper()
     rlsweep.run(spec, verbose=0, stopper=stopper)
-    return _outcome(stopper, time.perf_counter() - start, cap_s)
+    if not stopper.solved:
+        _record(result_file, launch, solved=False, env_steps=sum(steps.values()), evaluations=evaluations)
 
 
-def run_raw_tune(storage: Path, seed: int, cap_s: float, space: str) -> tuple[float, int, bool, float]:
+def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> None:
+    import ray
     from ray import tune
     from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.tune.search import BasicVariantGenerator
-    from ray.tune.stopper import CombinedStopper, FunctionStopper
+    from ray.tune.schedulers import AsyncHyperBandScheduler
+    from ray.tune.search.optuna import OptunaSearch
 
-    config = (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(num_env_runners=1)
-        .training(**tune_space(space))
-    )
-    stopper = make_stopper("env_runners/episode_return_mean", "num_env_steps_sampled_lifetime")
-    budget = FunctionStopper(lambda trial_id, result: (_lookup(result, "num_env_steps_sampled_lifetime") or 0) >= ENV_STEPS)
-    tuner = tune.Tuner(
-        "PPO",
-        param_space=config,
+    space = zoo_space()
+    hiddens = {str(h): h for h in space["rl_module.model_config.fcnet_hiddens"]["choice"]}
+
+    def tune_domain(domain: dict[str, Any]) -> Any:
+        (kind, args), = domain.items()
+        if kind == "choice":
+            return tune.choice([str(a) if isinstance(a, list) else a for a in args])
+        return {"loguniform": tune.loguniform, "uniform": tune.uniform}[kind](*args)
+
+    param_space = {path.split(".")[-1]: tune_domain(domain) for path, domain in space.items()}
+
+    def trainable(config: dict[str, Any]) -> None:
+        training = {k: v for k, v in config.items() if k not in ("fcnet_hiddens", "fcnet_activation")}
+        algo = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=0)
+            .training(**training)
+            .rl_module(model_config={"fcnet_hiddens": hiddens[config["fcnet_hiddens"]],
+                                     "fcnet_activation": config["fcnet_activation"]})
+            # Evaluated by hand every EVAL_EVERY env steps; RLlib's own interval is in iterations.
+            .evaluation(evaluation_interval=10**9, evaluation_duration=EVAL_EPISODES,
+                        evaluation_duration_unit="episodes", evaluation_config={"explore": False})
+            .build_algo()
+        )
+        next_eval = EVAL_EVERY
+        while True:
+            result = algo.train()
+            env_steps = result["num_env_steps_sampled_lifetime"]
+            report = {"env_steps": env_steps, "return_mean": result["env_runners"].get("episode_return_mean", math.nan)}
+            if env_steps >= next_eval:
+                report["eval_return_mean"] = algo.evaluate()["env_runners"]["episode_return_mean"]
+                next_eval += EVAL_EVERY
+            tune.report(report)
+            if env_steps >= ENV_STEPS:
+                break
+        algo.stop()
+
+    steps: dict[str, int] = {}
+    evaluations: list[dict[str, Any]] = []
+
+    class SolvedStopper(tune.Stopper):
+        solved = False
+
+        def __call__(self, trial_id: str, result: dict) -> bool:
+            steps[trial_id] = int(result.get("env_steps", 0))
+            if "eval_return_mean" in result:
+                evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": steps[trial_id],
+                                    "mean": result["eval_return_mean"]})
+                if result["eval_return_mean"] >= SOLVED_AT and not self.solved:
+                    self.solved = True
+                    _record(result_file, launch, solved=True, env_steps=sum(steps.values()), evaluations=evaluations)
+            return False
+
+        def stop_all(self) -> bool:
+            return self.solved
+
+    stopper = SolvedStopper()
+    ray.init(num_cpus=CONCURRENCY, include_dashboard=False, log_to_driver=False)
+    tune.Tuner(
+        trainable,
+        param_space=param_space,
         tune_config=tune.TuneConfig(
-            metric="env_runners/episode_return_mean",
+            metric="return_mean",
             mode="max",
             num_samples=TRIALS,
-            search_alg=BasicVariantGenerator(random_state=seed),
-            time_budget_s=cap_s,
+            search_alg=OptunaSearch(seed=seed),
+            scheduler=AsyncHyperBandScheduler(time_attr="env_steps", max_t=ENV_STEPS, grace_period=GRACE,
+                                              reduction_factor=REDUCTION),
         ),
-        run_config=tune.RunConfig(
-            name=f"solve-raw-{seed}",
-            storage_path=str(storage),
-            stop=CombinedStopper(budget, stopper),
-            verbose=0,
-        ),
+        run_config=tune.RunConfig(name=f"solve-raw-{seed}", storage_path=str(storage), stop=stopper, verbose=0),
+    ).fit()
+    if not stopper.solved:
+        _record(result_file, launch, solved=False, env_steps=sum(steps.values()), evaluations=evaluations)
+
+
+def run_zoo(seed: int, launch: float, result_file: Path, storage: Path, cap_s: float) -> None:
+    sys.path.insert(0, str(HERE))
+    import _zoo
+
+    python = _zoo.ensure_venv(HERE / ".zoo-venv")
+    called = time.time()  # run_zoo times from its own launch of rl_zoo3, right after this
+    outcome = _zoo.run_zoo(
+        python, algo="ppo", env="CartPole-v1", seed=seed, trials=TRIALS, jobs=CONCURRENCY, env_steps=ENV_STEPS,
+        eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, solved_at=SOLVED_AT, cap_s=cap_s, workdir=storage,
     )
-    start = time.perf_counter()
-    tuner.fit()
-    return _outcome(stopper, time.perf_counter() - start, cap_s)
+    result_file.write_text(json.dumps({
+        "time_s": called - launch + outcome["time_s"] if outcome["solved"] else time.time() - launch,
+        "solved": outcome["solved"], "env_steps": outcome["env_steps"],
+        "evaluations": [{"t": e["time_s"], "trial": e["trial"], "env_steps": e["timesteps"], "mean": e["mean"]}
+                        for e in outcome["evaluations"]],
+    }, default=str))
 
 
-def _outcome(stopper: Any, wall_s: float, cap_s: float) -> tuple[float, int, bool, float]:
-    """(seconds to solve or the cap, env steps by then, solved, wall time of the whole call)."""
-    if stopper.solved_at is None:
-        return cap_s, sum(stopper.steps.values()), False, wall_s
-    seconds, steps, _ = stopper.solved_at
-    return seconds, steps, True, wall_s
+# --- the harness ------------------------------------------------------------------------------------
+
+
+def one_run(side: str, seed: int, cap_s: float, scratch: Path) -> dict[str, Any]:
+    result_file = scratch / f"{side}-{seed}.json"
+    env = {**os.environ, "BENCH_LAUNCH": repr(time.time())}
+    command = [sys.executable, str(Path(__file__).resolve()), "--run-side", side, "--seed", str(seed),
+               "--result", str(result_file), "--storage", str(scratch / f"{side}-{seed}"), "--cap-s", str(cap_s)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    start = time.time()
+    while process.poll() is None:
+        if result_file.exists() and json.loads(result_file.read_text() or "{}").get("solved"):
+            # Solved: the side stops its sweep itself; give it a moment, then end what is left.
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            break
+        if time.time() - start > cap_s:
+            break
+        time.sleep(0.2)
+    if process.poll() is None:
+        os.killpg(process.pid, 9)
+        process.wait()
+    if not result_file.exists():
+        return {"side": side, "seed": seed, "solved": False, "time_s": cap_s, "env_steps": None,
+                "error": (process.stderr.read() or "")[-2000:]}
+    return {"side": side, "seed": seed, **json.loads(result_file.read_text())}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    found = {name: version(name) for name in ("ray", "torch", "optuna", "gymnasium", "numpy")}
+    zoo = (HERE / "zoo-requirements.txt").read_text().split()
+    found.update({line.split("==")[0]: line.split("==")[1] for line in zoo if line.startswith(("rl_zoo3==", "stable_baselines3=="))})
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=["rlsweep", "raw-tune", "zoo"])
     parser.add_argument("--cap-s", type=float, default=600.0)
-    parser.add_argument("--space", choices=sorted(SPACES), default="wide")
+    parser.add_argument("--run-side", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--storage", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    import ray
+    if args.run_side:
+        launch = float(os.environ["BENCH_LAUNCH"])
+        if args.run_side.startswith("rlsweep"):
+            lever = args.run_side.partition("-")[2] or None
+            run_rlsweep(args.seed, launch, args.result, args.storage, lever)
+        elif args.run_side == "raw-tune":
+            run_raw_tune(args.seed, launch, args.result, args.storage)
+        else:
+            run_zoo(args.seed, launch, args.result, args.storage, args.cap_s)
+        return
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    results: dict[str, list[tuple[float, int, bool, float]]] = {"rlsweep": [], "raw tune": []}
-    with tempfile.TemporaryDirectory() as tmp:
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="time-to-solve-") as tmp:
         for index, seed in enumerate(args.seeds):
-            # Alternate which side goes first so warm-up costs fall on both.
-            order = ["rlsweep", "raw tune"] if index % 2 == 0 else ["raw tune", "rlsweep"]
+            order = args.sides[index % len(args.sides):] + args.sides[: index % len(args.sides)]
             for side in order:
-                runner = run_rlsweep if side == "rlsweep" else run_raw_tune
-                outcome = runner(Path(tmp) / f"{side.replace(' ', '-')}-{seed}", seed, args.cap_s, args.space)
-                results[side].append(outcome)
-                seconds, steps, solved, wall = outcome
-                state = "solved" if solved else "NOT solved"
-                print(f"seed {seed}: {side:8s} {state:10s} at {seconds:7.1f} s, {steps:>8} env steps (call {wall:.1f} s)", flush=True)
-    ray.shutdown()
+                run = one_run(side, seed, args.cap_s, Path(tmp))
+                runs.append(run)
+                state = "solved" if run["solved"] else "NOT solved"
+                print(f"seed {seed}: {side:14s} {state:10s} at {run['time_s']:7.1f} s, env steps {run['env_steps']}", flush=True)
 
-    print(f"\nPPO on CartPole-v1, {args.space} space {SPACES[args.space]}, {TRIALS} trials x {ENV_STEPS} env steps, cap {args.cap_s:.0f} s, seeds {args.seeds}")
-    medians = {}
-    for side, outcomes in results.items():
-        seconds = statistics.median(o[0] for o in outcomes)
-        steps = statistics.median(o[1] for o in outcomes)
-        medians[side] = (seconds, steps, all(o[2] for o in outcomes))
-        print(f"{side:8s} median {seconds:7.1f} s, {steps:>10.0f} env steps, solved {sum(o[2] for o in outcomes)}/{len(outcomes)}")
-    bound = "" if medians["raw tune"][2] else ">= "  # raw's unsolved sweeps count as the cap
-    inverse = medians["raw tune"][0] / medians["rlsweep"][0]
-    print(
-        f"ratio of medians rlsweep / raw tune: time {medians['rlsweep'][0] / medians['raw tune'][0]:.3f}, "
-        f"env steps {medians['rlsweep'][1] / medians['raw tune'][1]:.3f} (target time <= 0.333; raw takes {bound}{inverse:.1f}x as long)"
-    )
+    summary = {}
+    print(f"\nPPO on CartPole-v1: {TRIALS} trials, {CONCURRENCY} at a time, {ENV_STEPS} env steps each, "
+          f"{EVAL_EPISODES} deterministic evaluation episodes every {EVAL_EVERY}; solved at a mean >= {SOLVED_AT:g}; "
+          f"unsolved runs count as the cap ({args.cap_s:.0f} s); seeds {args.seeds}")
+    for side in args.sides:
+        times = [r["time_s"] for r in runs if r["side"] == side]
+        solved = sum(r["solved"] for r in runs if r["side"] == side)
+        summary[side] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
+                         "solved": solved, "runs": len(times)}
+        print(f"{side:14s} median {summary[side]['median_s']:7.1f} s  (min {min(times):6.1f}, max {max(times):6.1f})  solved {solved}/{len(times)}")
+    if "rlsweep" in summary:
+        for side in summary:
+            if side != "rlsweep":
+                print(f"rlsweep / {side}: {summary['rlsweep']['median_s'] / summary[side]['median_s']:.2f} (ratio of medians)")
+
+    out = HERE / "results" / f"time_to_solve-{dt.date.today().isoformat()}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "versions": versions(),
+        "setup": {"task": "PPO CartPole-v1", "trials": TRIALS, "concurrency": CONCURRENCY, "env_steps": ENV_STEPS,
+                  "eval_every": EVAL_EVERY, "eval_episodes": EVAL_EPISODES, "solved_at": SOLVED_AT, "cap_s": args.cap_s},
+        "summary": summary,
+        "runs": runs,
+    }, indent=1, default=str))
+    print(f"\nwritten to {out.relative_to(REPO)}")
 
 
 if __name__ == "__main__":

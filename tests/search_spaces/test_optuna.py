@@ -81,3 +81,19 @@ def test_quantized_floats_step_through_exactly_the_multiples_of_q():
     space, _ = parse_search_space({"training.clip_param": {"quniform": [0.1, 0.4, 0.1]}})
     values = {round(d["training.clip_param"], 9) for d in draws(OptunaCompiler().compile(space).native, n=60)}
     assert values == {0.1, 0.2, 0.3, 0.4}
+
+
+def test_tpe_starts_with_a_quarter_of_the_trials_as_random_and_models_jointly():
+    from rlsweep.search_spaces import SEARCHERS, SearchRequest
+    from rlsweep.search_spaces._optuna import OptunaOptions, startup_trials
+
+    assert [startup_trials(OptunaOptions(), n) for n in (4, 12, 20, 32, 100)] == [2, 3, 5, 8, 10]
+    assert startup_trials(OptunaOptions(startup_trials=7), 12) == 7
+    space, _ = parse_search_space({"training.lr": {"loguniform": [1e-5, 1e-2]}})
+    searcher = SEARCHERS["optuna"].make(SearchRequest(space, metric="m", mode="max", seed=0, options=OptunaOptions(), trials=20))
+    sampler = searcher._sampler  # Ray's OptunaSearch keeps the sampler it was given
+    assert sampler._n_startup_trials == 5 and sampler._multivariate and sampler._constant_liar
+    univariate = SEARCHERS["optuna"].make(
+        SearchRequest(space, metric="m", mode="max", seed=0, options=OptunaOptions(multivariate=False), trials=20)
+    )
+    assert not univariate._sampler._multivariate

@@ -56,17 +56,46 @@ def zoo_space() -> dict[str, Any]:
 # --- the sides, each run in a process of its own (``--run-side``) -------------------------------------
 
 
-class Solved(Exception):
-    pass
-
-
 def _record(result_file: Path, launch: float, **fields: Any) -> None:
     result_file.write_text(json.dumps({"time_s": time.time() - launch, **fields}))
 
 
+def solved_stopper(launch: float, result_file: Path, evaluated: Any) -> Any:
+    """A Tune stopper that records every evaluation (``eval_return_mean`` in a result where ``evaluated``),
+    writes the result file and ends the whole sweep at the first evaluation >= SOLVED_AT."""
+    from ray import tune
+
+    class SolvedStopper(tune.Stopper):
+        def __init__(self) -> None:
+            self.solved = False
+            self.steps: dict[str, int] = {}
+            self.evaluations: list[dict[str, Any]] = []
+
+        def __call__(self, trial_id: str, result: dict) -> bool:
+            self.steps[trial_id] = int(result.get("env_steps", 0))
+            if evaluated(result):
+                mean = result["eval_return_mean"]
+                self.evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": self.steps[trial_id], "mean": mean})
+                if mean >= SOLVED_AT and not self.solved:
+                    self.solved = True
+                    self._write(True)
+            return False
+
+        def stop_all(self) -> bool:
+            return self.solved
+
+        def finish(self) -> None:
+            if not self.solved:
+                self._write(False)
+
+        def _write(self, solved: bool) -> None:
+            _record(result_file, launch, solved=solved, env_steps=sum(self.steps.values()), evaluations=self.evaluations)
+
+    return SolvedStopper()
+
+
 def run_rlsweep(seed: int, launch: float, result_file: Path, storage: Path, lever: str | None) -> None:
     import rlsweep
-    from ray import tune
 
     searcher: dict[str, Any] = {"seed": seed}
     config: dict[str, Any] = {}
@@ -88,29 +117,10 @@ def run_rlsweep(seed: int, launch: float, result_file: Path, storage: Path, leve
             "mlflow": None,
         }
     )
-    steps: dict[str, int] = {}
-    evaluations: list[dict[str, Any]] = []
-
-    class SolvedStopper(tune.Stopper):
-        solved = False
-
-        def __call__(self, trial_id: str, result: dict) -> bool:
-            steps[trial_id] = int(result.get("env_steps", 0))
-            if result.get("eval_time_s", 0) > 0:  # an evaluation ran after this iteration
-                evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": steps[trial_id],
-                                    "mean": result["eval_return_mean"]})
-                if result["eval_return_mean"] >= SOLVED_AT and not self.solved:
-                    self.solved = True
-                    _record(result_file, launch, solved=True, env_steps=sum(steps.values()), evaluations=evaluations)
-            return False
-
-        def stop_all(self) -> bool:
-            return self.solved
-
-    stopper = SolvedStopper()
+    # An evaluation ran after an iteration where eval_time_s > 0 (it is carried forward in between).
+    stopper = solved_stopper(launch, result_file, evaluated=lambda result: result.get("eval_time_s", 0) > 0)
     rlsweep.run(spec, verbose=0, stopper=stopper)
-    if not stopper.solved:
-        _record(result_file, launch, solved=False, env_steps=sum(steps.values()), evaluations=evaluations)
+    stopper.finish()
 
 
 def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> None:
@@ -158,26 +168,7 @@ def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> 
                 break
         algo.stop()
 
-    steps: dict[str, int] = {}
-    evaluations: list[dict[str, Any]] = []
-
-    class SolvedStopper(tune.Stopper):
-        solved = False
-
-        def __call__(self, trial_id: str, result: dict) -> bool:
-            steps[trial_id] = int(result.get("env_steps", 0))
-            if "eval_return_mean" in result:
-                evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": steps[trial_id],
-                                    "mean": result["eval_return_mean"]})
-                if result["eval_return_mean"] >= SOLVED_AT and not self.solved:
-                    self.solved = True
-                    _record(result_file, launch, solved=True, env_steps=sum(steps.values()), evaluations=evaluations)
-            return False
-
-        def stop_all(self) -> bool:
-            return self.solved
-
-    stopper = SolvedStopper()
+    stopper = solved_stopper(launch, result_file, evaluated=lambda result: "eval_return_mean" in result)
     ray.init(num_cpus=CONCURRENCY, include_dashboard=False, log_to_driver=False)
     tune.Tuner(
         trainable,
@@ -192,8 +183,7 @@ def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> 
         ),
         run_config=tune.RunConfig(name=f"solve-raw-{seed}", storage_path=str(storage), stop=stopper, verbose=0),
     ).fit()
-    if not stopper.solved:
-        _record(result_file, launch, solved=False, env_steps=sum(steps.values()), evaluations=evaluations)
+    stopper.finish()
 
 
 def run_zoo(seed: int, launch: float, result_file: Path, storage: Path, cap_s: float) -> None:
@@ -301,7 +291,7 @@ def main() -> None:
             if side != "rlsweep":
                 print(f"rlsweep / {side}: {summary['rlsweep']['median_s'] / summary[side]['median_s']:.2f} (ratio of medians)")
 
-    out = HERE / "results" / f"time_to_solve-{dt.date.today().isoformat()}.json"
+    out = HERE / "results" / f"time_to_solve-{dt.datetime.now():%Y-%m-%dT%H%M}.json"  # one file per run
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({
         "date": dt.datetime.now().isoformat(timespec="seconds"),

@@ -23,7 +23,7 @@ import yaml
 import rlsweep
 from rlsweep.analysis import load
 from rlsweep.analysis._ui import free_port, start_server
-from rlsweep.errors import ExportError, SpecError, SweepError
+from rlsweep.errors import SpecError, SweepError
 from rlsweep.metrics import NORMALIZED_METRICS
 from tests.conftest import REPO, small_ppo
 

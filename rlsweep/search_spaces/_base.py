@@ -11,9 +11,9 @@ import abc
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field, StrictBool
+from pydantic import StrictBool
 
 from rlsweep._entry import Entry
 from rlsweep._schema import Section

@@ -21,7 +21,6 @@ from rlsweep.search_spaces._domains import (
     LogRandInt,
     LogUniform,
     Normal,
-    Parameter,
     QRandInt,
     QUniform,
     RandInt,

@@ -5,7 +5,6 @@ is known."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest

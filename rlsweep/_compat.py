@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-RAY_VERSION = "2.60.0"
-
 
 # --- RLlib learners (ray.rllib.core.learner.learner.Learner) ------------------------------------------
 

@@ -113,8 +113,3 @@ def check_model(model: type[BaseModel], value: Any, where: str) -> tuple[Any, li
         return model.model_validate(value), []
     except ValidationError as exc:
         return None, problems_of(exc, where, model)
-
-
-def field_docs(model: type[BaseModel]) -> dict[str, str]:
-    """Each field's doc, as declared."""
-    return {name: field.description or "" for name, field in model.model_fields.items()}

@@ -40,8 +40,7 @@ EVALUATION_METRICS = ("eval_return_mean", "eval_time_s")
 #: The row's clock: lifetime env steps. Budgets, scheduler time, checkpoints and MLflow steps use it.
 ENV_STEPS = "env_steps"
 
-#: The parts of an iteration's wall time; :data:`TIMING_TOTAL` is their sum.
-TIMING_PARTS = ("sample_time_s", "learn_time_s", "other_time_s")
+#: An iteration's wall time: ``sample_time_s`` + ``learn_time_s`` + ``other_time_s``.
 TIMING_TOTAL = "iteration_time_s"
 
 #: Prefix under which RLlib's own (flattened) result keys are reported beside the normalized ones.

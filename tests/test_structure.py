@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import REPO, TINY_SPEC
+from tests.conftest import REPO
+from tests.experiments import new_experiment, write_trial
 
 PACKAGE = REPO / "rlsweep"
 
@@ -173,18 +173,9 @@ def test_private_ray_internals_are_touched_only_in_the_compat_module():
 def test_the_export_reads_the_store_without_ray(tmp_path):
     """An experiment directory written by hand (as Tune and a trial would) exports to MLflow in a process
     that never imports Ray, with each trial's params as the trial recorded them."""
-    root = tmp_path / "exp"
-    root.mkdir()
-    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
-    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc", "searcher": "optuna", "scheduler": "asha"}))
-    trial = root / "train_abc12_00000_0_x"
-    trial.mkdir()
-    (trial / "params.json").write_text(json.dumps({"training.lr": 0.01}))
-    (trial / "result.json").write_text(
-        "".join(json.dumps({"trial_id": "abc12_00000", "env_steps": 1000 * i, "return_mean": 10.0 * i, "timestamp": i}) + "\n" for i in (1, 2))
-    )
+    root = new_experiment(tmp_path / "exp", searcher="optuna", scheduler="asha")
     recorded = {"settings": {"training.num_epochs": 7, "reporting.min_time_s_per_iteration": 0}, "config": {"training.lr": 0.01}}
-    (trial / "rlsweep_trial.json").write_text(json.dumps(recorded))
+    write_trial(root, "abc12_00000", [10.0, 20.0], config={"training.lr": 0.01}, settings=recorded)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     script = (
         "import sys, json\n"

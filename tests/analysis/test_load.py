@@ -2,39 +2,17 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from rlsweep.analysis import load
 from rlsweep.errors import SweepError
-from rlsweep.store import CHECKPOINT_META
-from tests.conftest import TINY_SPEC
-
-import yaml
-
-
-def write_trial(root, trial_id, returns, checkpoints, config):
-    trial = root / f"train_{trial_id}_00000_0_x"
-    trial.mkdir()
-    (trial / "params.json").write_text(json.dumps(config))
-    with (trial / "result.json").open("w") as out:
-        for i, value in enumerate(returns, start=1):
-            out.write(json.dumps({"trial_id": trial_id, "env_steps": 1000 * i, "return_mean": value, "timestamp": i}) + "\n")
-    for index, step in enumerate(checkpoints):
-        directory = trial / f"checkpoint_{index:06d}"
-        directory.mkdir()
-        value = returns[step // 1000 - 1]
-        (directory / CHECKPOINT_META).write_text(json.dumps({"metrics": {"env_steps": step, "return_mean": value}}))
-    return trial
+from tests.experiments import new_experiment, write_trial
 
 
 @pytest.fixture
 def experiment(tmp_path):
-    root = tmp_path / "exp"
-    root.mkdir()
-    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
-    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc"}))
+    root = new_experiment(tmp_path / "exp")
     # A noisy trial with one lucky peak, and a steady one.
     write_trial(root, "noisy", [10, 300, 20, 30], checkpoints=[2000, 4000], config={"training.lr": 0.01})
     write_trial(root, "steady", [100, 150, 180, 200], checkpoints=[3000, 4000], config={"training.lr": 0.001})
@@ -77,10 +55,7 @@ def test_not_an_experiment_directory(tmp_path):
 
 
 def test_max_rule_scores_each_checkpoint_by_its_own_value(tmp_path):
-    root = tmp_path / "exp"
-    root.mkdir()
-    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
-    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc"}))
+    root = new_experiment(tmp_path / "exp")
     # The peak (300) was never checkpointed; of the two kept, the later one scored higher.
     write_trial(root, "t", [300, 20, 30, 40], checkpoints=[2000, 4000], config={"training.lr": 0.01})
     best = load(root).best(rule="max")
@@ -89,10 +64,7 @@ def test_max_rule_scores_each_checkpoint_by_its_own_value(tmp_path):
 
 
 def test_default_rule_picks_the_checkpoint_best_by_avg_last_3_not_the_latest_nor_the_peak(tmp_path):
-    root = tmp_path / "exp"
-    root.mkdir()
-    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
-    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "abc"}))
+    root = new_experiment(tmp_path / "exp")
     # One report per 1000 env steps; checkpoints at 2000 (the peak), 7000 and 8000 (the latest).
     #   max rule, each checkpoint by its own report:       2000 -> 300, 7000 -> 170, 8000 -> 0
     #   avg-last-3, each checkpoint by the 3 reports to it: 2000 -> (0+300)/2 = 150,

@@ -4,15 +4,13 @@ is known."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
-import yaml
 
 from rlsweep.analysis import load
 from rlsweep.analysis._plots import save_plots
-from tests.conftest import TINY_SPEC
+from tests.experiments import new_experiment, write_trial
 
 #: Five trials: lr, hidden layers, returns per 1000 env steps (the last one stopped early, at 2000).
 TRIALS = {
@@ -26,19 +24,10 @@ TRIALS = {
 
 @pytest.fixture
 def experiment(tmp_path):
-    root = tmp_path / "exp"
-    root.mkdir()
-    (root / "rlsweep_spec.yaml").write_text(yaml.safe_dump(TINY_SPEC))
-    (root / "rlsweep.json").write_text(json.dumps({"sweep_id": "plots"}))
+    root = new_experiment(tmp_path / "exp", sweep_id="plots")
     for trial_id, (lr, hiddens, returns) in TRIALS.items():
-        trial = root / f"train_{trial_id}_00000_0_x"
-        trial.mkdir()
         config = {"training.lr": lr, "rl_module.model_config.fcnet_hiddens": hiddens}
-        (trial / "params.json").write_text(json.dumps(config))
-        with (trial / "result.json").open("w") as out:
-            for i, value in enumerate(returns, start=1):
-                row = {"trial_id": trial_id, "env_steps": 1000 * i, "return_mean": value, "timestamp": i, "config": config}
-                out.write(json.dumps(row) + "\n")
+        write_trial(root, trial_id, returns, config=config, config_in_rows=True)
     return root
 
 

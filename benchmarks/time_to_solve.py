@@ -1,25 +1,29 @@
-"""Time to solve CartPole-v1 with PPO: rlsweep, hand-written Ray Tune and rl-baselines3-zoo, side by side.
+"""Time to solve a task: rlsweep, hand-written Ray Tune and rl-baselines3-zoo, side by side.
 
-Every side searches PPO hyperparameters with the same work and resources, and is timed from the launch of
-its own process (imports and start-up included: what a user waits for) until the first deterministic
-evaluation whose mean return is >= 475:
+Two tasks: PPO on CartPole-v1 (solved at a mean of 475) and SAC on Pendulum-v1 (solved at a mean of -200).
+Every side searches the task's hyperparameters with the same work and resources, and is timed from the
+launch of its own process (imports and start-up included: what a user waits for) until the first
+deterministic evaluation whose mean return reaches the task's bar:
 
 - ``rlsweep``: a spec with rlsweep's defaults (Optuna TPE + ASHA in env steps, one CPU per trial, trials
-  packed to the machine) over rl-baselines3-zoo's PPO space as mapped in ``examples/zoo_ppo_space.yaml``.
+  packed to the machine) over rl-baselines3-zoo's space as mapped in ``examples/zoo_ppo_space.yaml`` or
+  ``examples/zoo_sac_space.yaml``.
 - ``raw-tune``: the same search as a competent user writes it after reading Tune's and RLlib's docs: a
-  function trainable around ``PPOConfig().build_algo()`` with 0 remote env runners (1 CPU per trial, the
-  same concurrency), ``OptunaSearch`` with the same seed, ASHA with ``time_attr`` on env steps and the same
-  grace and reduction factor, the same space (choices of lists encoded as strings, which Optuna needs).
-- ``zoo``: ``python -m rl_zoo3.train --algo ppo --env CartPole-v1 -optimize`` as its README runs it (TPE +
+  function trainable around ``PPOConfig()`` / ``SACConfig()`` ``.build_algo()`` with 0 remote env runners
+  (1 CPU per trial, the same concurrency), ``OptunaSearch`` with the same seed, ASHA with ``time_attr`` on
+  env steps and the same grace and reduction factor, the same space (choices of lists encoded as strings,
+  which Optuna needs).
+- ``zoo``: ``python -m rl_zoo3.train --algo ppo|sac --env ... -optimize`` as its README runs it (TPE +
   median pruner, its own space), in a venv of its own (``benchmarks/_zoo.py``).
-- Levers, each rlsweep with one speed lever off: ``rlsweep-1env`` (no vectorized envs),
-  ``rlsweep-tpe10`` (Optuna's own 10 random startup trials, univariate TPE).
+- Levers, each rlsweep with one speed lever changed: ``rlsweep-1env`` (no vectorized envs),
+  ``rlsweep-tpe10`` (Optuna's own 10 random startup trials, univariate TPE), ``rlsweep-zoo`` (warm start
+  from rl-baselines3-zoo's published hyperparameters, ``searcher.warm_start: zoo``).
 
-Same on every side: 20 trials, 2 at a time, 50,000 env steps per trial, 5 deterministic evaluation episodes
-every 10,000 env steps. Sides alternate in order from seed to seed. Results go to
-``benchmarks/results/time_to_solve-<date>.json`` with the machine and package versions.
+Same on every side of a task: its trials, 2 at a time, its env steps per trial, 5 deterministic evaluation
+episodes every so many env steps (``TASKS``). Sides alternate in order from seed to seed. Results go to
+``benchmarks/results/time_to_solve-<task>-<date>.json`` with the machine and package versions.
 
-    .venv/bin/python benchmarks/time_to_solve.py --seeds 0 1 2 3 4 [--sides rlsweep raw-tune zoo] [--cap-s 600]
+    .venv/bin/python benchmarks/time_to_solve.py --task cartpole --seeds 0 1 2 3 4 [--sides rlsweep raw-tune zoo] [--cap-s 600]
 """
 
 from __future__ import annotations
@@ -35,22 +39,43 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SOLVED_AT = 475.0
-TRIALS, CONCURRENCY, ENV_STEPS = 20, 2, 50_000
-EVAL_EVERY, EVAL_EPISODES = 10_000, 5
-GRACE, REDUCTION = ENV_STEPS // 9, 3  # rlsweep's ASHA defaults: grace = max / reduction_factor^2
-SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10")
+CONCURRENCY, EVAL_EPISODES, REDUCTION = 2, 5, 3
 
 
-def zoo_space() -> dict[str, Any]:
+@dataclass(frozen=True)
+class Task:
+    algorithm: str
+    env: str
+    space_file: str  # in examples/
+    solved_at: float
+    trials: int
+    env_steps: int  # per trial
+    eval_every: int  # env steps
+
+    @property
+    def grace(self) -> int:  # rlsweep's ASHA default: grace = max / reduction_factor^2
+        return self.env_steps // REDUCTION**2
+
+
+TASKS = {
+    "cartpole": Task("PPO", "CartPole-v1", "zoo_ppo_space.yaml", 475.0, trials=20, env_steps=50_000, eval_every=10_000),
+    # rl-zoo3's Pendulum-v1 SAC runs 20,000 env steps (hyperparams/sac.yml); RLlib's SAC updates about 6
+    # times a second here (prioritized episode replay and connectors around each update), so fewer trials.
+    "pendulum": Task("SAC", "Pendulum-v1", "zoo_sac_space.yaml", -200.0, trials=10, env_steps=20_000, eval_every=4_000),
+}
+SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-zoo")
+
+
+def zoo_space(task: Task) -> dict[str, Any]:
     import yaml
 
-    return yaml.safe_load((REPO / "examples" / "zoo_ppo_space.yaml").read_text())["search_space"]
+    return yaml.safe_load((REPO / "examples" / task.space_file).read_text())["search_space"]
 
 
 # --- the sides, each run in a process of its own (``--run-side``) -------------------------------------
@@ -60,9 +85,9 @@ def _record(result_file: Path, launch: float, **fields: Any) -> None:
     result_file.write_text(json.dumps({"time_s": time.time() - launch, **fields}))
 
 
-def solved_stopper(launch: float, result_file: Path, evaluated: Any) -> Any:
+def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any) -> Any:
     """A Tune stopper that records every evaluation (``eval_return_mean`` in a result where ``evaluated``),
-    writes the result file and ends the whole sweep at the first evaluation >= SOLVED_AT."""
+    writes the result file and ends the whole sweep at the first evaluation >= the task's bar."""
     from ray import tune
 
     class SolvedStopper(tune.Stopper):
@@ -76,7 +101,7 @@ def solved_stopper(launch: float, result_file: Path, evaluated: Any) -> Any:
             if evaluated(result):
                 mean = result["eval_return_mean"]
                 self.evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": self.steps[trial_id], "mean": mean})
-                if mean >= SOLVED_AT and not self.solved:
+                if mean >= task.solved_at and not self.solved:
                     self.solved = True
                     self._write(True)
             return False
@@ -94,7 +119,7 @@ def solved_stopper(launch: float, result_file: Path, evaluated: Any) -> Any:
     return SolvedStopper()
 
 
-def run_rlsweep(seed: int, launch: float, result_file: Path, storage: Path, lever: str | None) -> None:
+def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage: Path, lever: str | None) -> None:
     import rlsweep
 
     searcher: dict[str, Any] = {"seed": seed}
@@ -103,35 +128,38 @@ def run_rlsweep(seed: int, launch: float, result_file: Path, storage: Path, leve
         config["env_runners.num_envs_per_env_runner"] = 1
     if lever == "tpe10":
         searcher.update(startup_trials=10, multivariate=False)
+    if lever == "zoo":
+        searcher["warm_start"] = "zoo"
     spec = rlsweep.load_spec(
         {
             "name": f"solve-{seed}",
-            "algorithm": "PPO",
-            "env": "CartPole-v1",
+            "algorithm": task.algorithm,
+            "env": task.env,
             "config": config,
-            "search_space": zoo_space(),
+            "search_space": zoo_space(task),
             "searcher": searcher,
-            "budget": {"env_steps": ENV_STEPS, "trials": TRIALS, "max_concurrent": CONCURRENCY},
-            "evaluation": {"episodes": EVAL_EPISODES, "every_env_steps": EVAL_EVERY},
+            "budget": {"env_steps": task.env_steps, "trials": task.trials, "max_concurrent": CONCURRENCY},
+            "evaluation": {"episodes": EVAL_EPISODES, "every_env_steps": task.eval_every},
             "storage": str(storage),
             "mlflow": None,
         }
     )
     # An evaluation ran after an iteration where eval_time_s > 0 (it is carried forward in between).
-    stopper = solved_stopper(launch, result_file, evaluated=lambda result: result.get("eval_time_s", 0) > 0)
+    stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: result.get("eval_time_s", 0) > 0)
     rlsweep.run(spec, verbose=0, stopper=stopper)
     stopper.finish()
 
 
-def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> None:
+def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storage: Path) -> None:
     import ray
     from ray import tune
-    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.tune.registry import get_trainable_cls
     from ray.tune.schedulers import AsyncHyperBandScheduler
     from ray.tune.search.optuna import OptunaSearch
 
-    space = zoo_space()
-    hiddens = {str(h): h for h in space["rl_module.model_config.fcnet_hiddens"]["choice"]}
+    space = zoo_space(task)
+    hidden_key = "rl_module.model_config.fcnet_hiddens"
+    hiddens = {str(h): h for h in space[hidden_key]["choice"]}
 
     def tune_domain(domain: dict[str, Any]) -> Any:
         (kind, args), = domain.items()
@@ -140,35 +168,37 @@ def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> 
         return {"loguniform": tune.loguniform, "uniform": tune.uniform}[kind](*args)
 
     param_space = {path.split(".")[-1]: tune_domain(domain) for path, domain in space.items()}
+    model_keys = {path.split(".")[-1] for path in space if path.startswith("rl_module.model_config.")}
 
     def trainable(config: dict[str, Any]) -> None:
-        training = {k: v for k, v in config.items() if k not in ("fcnet_hiddens", "fcnet_activation")}
+        training = {k: v for k, v in config.items() if k not in model_keys}
+        model_config = {k: v for k, v in config.items() if k in model_keys}
+        model_config["fcnet_hiddens"] = hiddens[model_config["fcnet_hiddens"]]
         algo = (
-            PPOConfig()
-            .environment("CartPole-v1")
+            get_trainable_cls(task.algorithm).get_default_config()  # PPOConfig() / SACConfig()
+            .environment(task.env)
             .env_runners(num_env_runners=0)
             .training(**training)
-            .rl_module(model_config={"fcnet_hiddens": hiddens[config["fcnet_hiddens"]],
-                                     "fcnet_activation": config["fcnet_activation"]})
-            # Evaluated by hand every EVAL_EVERY env steps; RLlib's own interval is in iterations.
+            .rl_module(model_config=model_config)
+            # Evaluated by hand every eval_every env steps; RLlib's own interval is in iterations.
             .evaluation(evaluation_interval=10**9, evaluation_duration=EVAL_EPISODES,
                         evaluation_duration_unit="episodes", evaluation_config={"explore": False})
             .build_algo()
         )
-        next_eval = EVAL_EVERY
+        next_eval = task.eval_every
         while True:
             result = algo.train()
             env_steps = result["num_env_steps_sampled_lifetime"]
             report = {"env_steps": env_steps, "return_mean": result["env_runners"].get("episode_return_mean", math.nan)}
             if env_steps >= next_eval:
                 report["eval_return_mean"] = algo.evaluate()["env_runners"]["episode_return_mean"]
-                next_eval += EVAL_EVERY
+                next_eval += task.eval_every
             tune.report(report)
-            if env_steps >= ENV_STEPS:
+            if env_steps >= task.env_steps:
                 break
         algo.stop()
 
-    stopper = solved_stopper(launch, result_file, evaluated=lambda result: "eval_return_mean" in result)
+    stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: "eval_return_mean" in result)
     ray.init(num_cpus=CONCURRENCY, include_dashboard=False, log_to_driver=False)
     tune.Tuner(
         trainable,
@@ -176,9 +206,9 @@ def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> 
         tune_config=tune.TuneConfig(
             metric="return_mean",
             mode="max",
-            num_samples=TRIALS,
+            num_samples=task.trials,
             search_alg=OptunaSearch(seed=seed),
-            scheduler=AsyncHyperBandScheduler(time_attr="env_steps", max_t=ENV_STEPS, grace_period=GRACE,
+            scheduler=AsyncHyperBandScheduler(time_attr="env_steps", max_t=task.env_steps, grace_period=task.grace,
                                               reduction_factor=REDUCTION),
         ),
         run_config=tune.RunConfig(name=f"solve-raw-{seed}", storage_path=str(storage), stop=stopper, verbose=0),
@@ -186,15 +216,16 @@ def run_raw_tune(seed: int, launch: float, result_file: Path, storage: Path) -> 
     stopper.finish()
 
 
-def run_zoo(seed: int, launch: float, result_file: Path, storage: Path, cap_s: float) -> None:
+def run_zoo(task: Task, seed: int, launch: float, result_file: Path, storage: Path, cap_s: float) -> None:
     sys.path.insert(0, str(HERE))
     import _zoo
 
     python = _zoo.ensure_venv(HERE / ".zoo-venv")
     called = time.time()  # run_zoo times from its own launch of rl_zoo3, right after this
     outcome = _zoo.run_zoo(
-        python, algo="ppo", env="CartPole-v1", seed=seed, trials=TRIALS, jobs=CONCURRENCY, env_steps=ENV_STEPS,
-        eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, solved_at=SOLVED_AT, cap_s=cap_s, workdir=storage,
+        python, algo=task.algorithm.lower(), env=task.env, seed=seed, trials=task.trials, jobs=CONCURRENCY,
+        env_steps=task.env_steps, eval_every=task.eval_every, eval_episodes=EVAL_EPISODES, solved_at=task.solved_at,
+        cap_s=cap_s, workdir=storage,
     )
     result_file.write_text(json.dumps({
         "time_s": called - launch + outcome["time_s"] if outcome["solved"] else time.time() - launch,
@@ -207,10 +238,10 @@ def run_zoo(seed: int, launch: float, result_file: Path, storage: Path, cap_s: f
 # --- the harness ------------------------------------------------------------------------------------
 
 
-def one_run(side: str, seed: int, cap_s: float, scratch: Path) -> dict[str, Any]:
+def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -> dict[str, Any]:
     result_file = scratch / f"{side}-{seed}.json"
     env = {**os.environ, "BENCH_LAUNCH": repr(time.time())}
-    command = [sys.executable, str(Path(__file__).resolve()), "--run-side", side, "--seed", str(seed),
+    command = [sys.executable, str(Path(__file__).resolve()), "--task", task_name, "--run-side", side, "--seed", str(seed),
                "--result", str(result_file), "--storage", str(scratch / f"{side}-{seed}"), "--cap-s", str(cap_s)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -246,6 +277,7 @@ def versions() -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=["rlsweep", "raw-tune", "zoo"])
     parser.add_argument("--cap-s", type=float, default=600.0)
@@ -255,15 +287,16 @@ def main() -> None:
     parser.add_argument("--storage", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
+    task = TASKS[args.task]
     if args.run_side:
         launch = float(os.environ["BENCH_LAUNCH"])
         if args.run_side.startswith("rlsweep"):
             lever = args.run_side.partition("-")[2] or None
-            run_rlsweep(args.seed, launch, args.result, args.storage, lever)
+            run_rlsweep(task, args.seed, launch, args.result, args.storage, lever)
         elif args.run_side == "raw-tune":
-            run_raw_tune(args.seed, launch, args.result, args.storage)
+            run_raw_tune(task, args.seed, launch, args.result, args.storage)
         else:
-            run_zoo(args.seed, launch, args.result, args.storage, args.cap_s)
+            run_zoo(task, args.seed, launch, args.result, args.storage, args.cap_s)
         return
 
     runs: list[dict[str, Any]] = []
@@ -271,34 +304,39 @@ def main() -> None:
         for index, seed in enumerate(args.seeds):
             order = args.sides[index % len(args.sides):] + args.sides[: index % len(args.sides)]
             for side in order:
-                run = one_run(side, seed, args.cap_s, Path(tmp))
+                run = one_run(args.task, side, seed, args.cap_s, Path(tmp))
                 runs.append(run)
+                run["best_eval"] = max((e["mean"] for e in run.get("evaluations", [])), default=None)
                 state = "solved" if run["solved"] else "NOT solved"
-                print(f"seed {seed}: {side:14s} {state:10s} at {run['time_s']:7.1f} s, env steps {run['env_steps']}", flush=True)
+                print(f"seed {seed}: {side:14s} {state:10s} at {run['time_s']:7.1f} s, env steps {run['env_steps']}, "
+                      f"best evaluation {run['best_eval']}", flush=True)
 
     summary = {}
-    print(f"\nPPO on CartPole-v1: {TRIALS} trials, {CONCURRENCY} at a time, {ENV_STEPS} env steps each, "
-          f"{EVAL_EPISODES} deterministic evaluation episodes every {EVAL_EVERY}; solved at a mean >= {SOLVED_AT:g}; "
+    print(f"\n{task.algorithm} on {task.env}: {task.trials} trials, {CONCURRENCY} at a time, {task.env_steps} env steps each, "
+          f"{EVAL_EPISODES} deterministic evaluation episodes every {task.eval_every}; solved at a mean >= {task.solved_at:g}; "
           f"unsolved runs count as the cap ({args.cap_s:.0f} s); seeds {args.seeds}")
     for side in args.sides:
         times = [r["time_s"] for r in runs if r["side"] == side]
         solved = sum(r["solved"] for r in runs if r["side"] == side)
+        bests = [r["best_eval"] for r in runs if r["side"] == side and r["best_eval"] is not None]
         summary[side] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
-                         "solved": solved, "runs": len(times)}
-        print(f"{side:14s} median {summary[side]['median_s']:7.1f} s  (min {min(times):6.1f}, max {max(times):6.1f})  solved {solved}/{len(times)}")
+                         "solved": solved, "runs": len(times),
+                         "median_best_eval": statistics.median(bests) if bests else None}
+        print(f"{side:14s} median {summary[side]['median_s']:7.1f} s  (min {min(times):6.1f}, max {max(times):6.1f})  "
+              f"solved {solved}/{len(times)}  median best evaluation {summary[side]['median_best_eval']}")
     if "rlsweep" in summary:
         for side in summary:
             if side != "rlsweep":
                 print(f"rlsweep / {side}: {summary['rlsweep']['median_s'] / summary[side]['median_s']:.2f} (ratio of medians)")
 
-    out = HERE / "results" / f"time_to_solve-{dt.datetime.now():%Y-%m-%dT%H%M}.json"  # one file per run
+    out = HERE / "results" / f"time_to_solve-{args.task}-{dt.datetime.now():%Y-%m-%dT%H%M}.json"  # one file per run
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "versions": versions(),
-        "setup": {"task": "PPO CartPole-v1", "trials": TRIALS, "concurrency": CONCURRENCY, "env_steps": ENV_STEPS,
-                  "eval_every": EVAL_EVERY, "eval_episodes": EVAL_EPISODES, "solved_at": SOLVED_AT, "cap_s": args.cap_s},
+        "setup": {"task": args.task, **asdict(task), "concurrency": CONCURRENCY, "eval_episodes": EVAL_EPISODES,
+                  "cap_s": args.cap_s},
         "summary": summary,
         "runs": runs,
     }, indent=1, default=str))

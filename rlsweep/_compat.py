@@ -104,6 +104,13 @@ def hyperopt_search_with_encoded_points() -> type:
     return cls
 
 
+def optuna_study(searcher: Any) -> Any:
+    """The Optuna study behind Tune's ``OptunaSearch``. Ray 2.60: ``_ot_study``, made in the constructor
+    when a space is given. Its public ``add_evaluated_point`` refuses define-by-run spaces, which rlsweep
+    uses for conditions, so earlier trials are added to the study directly."""
+    return searcher._ot_study
+
+
 def __getattr__(name: str) -> Any:
     # Unpickling a saved searcher looks the class up here before anything made it.
     if name == "EncodedPointsHyperOptSearch":

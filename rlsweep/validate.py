@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlsweep import warm_start
 from rlsweep.errors import SpecError
 from rlsweep.schedulers import resolve
 from rlsweep.spec import SweepSpec, apply_overrides, parse_spec, read_document
@@ -36,6 +37,8 @@ def load_spec(
     if parsed is None:
         raise SpecError(problems)
     spec, problems = resolve(parsed)
+    if spec is not None:
+        problems += warm_start.problems(spec)
     if preflight:
         problems += static_problems(parsed)
     if spec is None or problems:

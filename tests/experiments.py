@@ -31,9 +31,11 @@ def write_trial(
     checkpoints: Sequence[int] = (),
     settings: Mapping[str, Any] | None = None,
     config_in_rows: bool = False,
+    done: bool = False,
 ) -> Path:
     """A trial folder: ``params.json``, a row per return (``return_mean`` at 1000, 2000, ... env steps), a
-    checkpoint with its metadata at each of ``checkpoints`` env steps, and the settings it recorded."""
+    checkpoint with its metadata at each of ``checkpoints`` env steps, and the settings it recorded. ``done``
+    marks the last row as Tune marks a trial's final result (a trial stopped before its budget ended)."""
     trial = root / f"train_{trial_id}_00000_0_x"
     trial.mkdir()
     (trial / store.PARAMS_FILE).write_text(json.dumps(dict(config)))
@@ -42,6 +44,8 @@ def write_trial(
             row = {"trial_id": trial_id, "env_steps": 1000 * i, "return_mean": value, "timestamp": i}
             if config_in_rows:
                 row["config"] = dict(config)
+            if done and i == len(returns):
+                row[store.DONE_KEY] = True
             out.write(json.dumps(row) + "\n")
     for index, step in enumerate(checkpoints):
         directory = trial / f"checkpoint_{index:06d}"

@@ -4,14 +4,18 @@ checking names elsewhere."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
+from rlsweep import warm_start
 from rlsweep._entry import Entry
 from rlsweep.errors import Problem
 from rlsweep.schedulers._schedulers import SCHEDULERS
 from rlsweep.search_spaces import SEARCHERS, Fixed, Grid, SearchRequest, SearchSpace
 from rlsweep.spec import SchedulerSpec, SearcherSpec, SweepSpec, json_schema
+
+log = logging.getLogger(__name__)
 
 #: Named pairings a spec can ask for with ``preset: NAME``: the searcher and scheduler it fills in. A
 #: spec's own ``searcher``/``scheduler`` sections add options on top; naming another entry is an error.
@@ -139,9 +143,15 @@ def resolve(spec: SweepSpec) -> tuple[SweepSpec | None, list[Problem]]:
 
 
 def search_request(spec: SweepSpec, *, max_concurrent: int | None = None) -> SearchRequest:
-    """What the spec's searcher is built from."""
+    """What the spec's searcher is built from, its warm start included (raises ``SpecError`` when the warm
+    start cannot be made; :func:`rlsweep.validate.load_spec` reports that before)."""
     entry = SEARCHERS[str(spec.searcher.name)]
+    warm = warm_start.plan(spec)
+    for note in warm.notes:
+        log.info("%s", note)
     return SearchRequest(
+        warm_points=warm.points,
+        evaluated=warm.evaluated,
         space=spec.search_space,
         metric=spec.metric.name,
         mode=spec.metric.mode,

@@ -11,9 +11,9 @@ import abc
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import StrictBool
+from pydantic import Field, StrictBool, StrictStr
 
 from rlsweep._entry import Entry
 from rlsweep._schema import Section
@@ -144,6 +144,9 @@ class SearcherOptions(Section):
     """configs to try first (flat, keyed by parameter path), e.g. RLlib's tuned example"""
     lossy: StrictBool = False
     """accept a lossy conversion of a domain the searcher cannot express, with a warning"""
+    warm_start: Annotated[StrictStr, Field(min_length=1)] | None = None
+    """'zoo': rl-baselines3-zoo's published hyperparameters for the algorithm and env, tried first; or a
+    previous sweep's directory, whose finished trials reach the searcher without being rerun (optuna)"""
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,11 @@ class SearchRequest:
     options: Any = field(default_factory=SearcherOptions)
     trials: int = 1
     max_concurrent: int | None = None
+    #: Points a warm start puts first (before ``points_to_evaluate``), flat and declared.
+    warm_points: tuple[dict[str, Any], ...] = ()
+    #: Trials of an earlier sweep the searcher learns from without running them (``config``, ``value``,
+    #: ``pruned``, ``intermediate``).
+    evaluated: tuple[Any, ...] = ()
 
     @property
     def lossy(self) -> bool:
@@ -165,7 +173,7 @@ class SearchRequest:
     @property
     def points(self) -> list[dict[str, Any]] | None:
         """``points_to_evaluate`` with ints given for float domains as floats (``lr: 1`` in YAML)."""
-        points = getattr(self.options, "points_to_evaluate", None)
+        points = [*self.warm_points, *(getattr(self.options, "points_to_evaluate", None) or [])]
         if not points:
             return None
         return [
@@ -255,7 +263,7 @@ class SearcherEntry(Entry):
 
     def build(self, request: SearchRequest) -> tuple[Any, dict[str, Any], int]:
         """Returns ``(search_alg, param_space, num_samples)`` for ``tune.Tuner``."""
-        searcher = self.make(request)
+        searcher = self.searcher(request)
         # Without a limiter, a model-based searcher launches trials one at a time under Tune.
         if request.max_concurrent:
             from ray.tune.search import ConcurrencyLimiter
@@ -267,9 +275,20 @@ class SearcherEntry(Entry):
     def make(self, request: SearchRequest) -> Any:
         """The Tune ``Searcher``, suggesting flat configs with the declared types."""
 
+    def searcher(self, request: SearchRequest) -> Any:
+        """:meth:`make`'s searcher, told about the request's evaluated trials."""
+        searcher = self.make(request)
+        if request.evaluated:
+            self.add_evaluated(searcher, request)
+        return searcher
+
+    def add_evaluated(self, searcher: Any, request: SearchRequest) -> None:
+        """Tell ``searcher`` about trials that ran elsewhere (``searcher.warm_start: DIR``)."""
+        raise IncompatibleError([Problem("searcher.warm_start", f"searcher {self.name!r} takes no evaluated trials")])
+
     def sample(self, request: SearchRequest, n: int) -> list[dict[str, Any]]:
         """The first ``n`` configs this searcher would suggest, without running a trial."""
-        searcher = self.make(request)
+        searcher = self.searcher(request)
         configs: list[dict[str, Any]] = []
         for i in range(n):
             suggestion = searcher.suggest(f"sample_{i:05d}")

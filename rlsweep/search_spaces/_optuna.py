@@ -148,5 +148,27 @@ class OptunaSearcher(SearcherEntry):
         return OptunaSearch(space=compiled.native, metric=request.metric, mode=request.mode,
                             points_to_evaluate=request.points_for(compiled), sampler=sampler)
 
+    def add_evaluated(self, searcher: Any, request: SearchRequest) -> None:
+        """Each earlier trial becomes a finished (or pruned) trial of the study, with the distributions the
+        define-by-run space gives its config, so TPE models it like one of its own."""
+        import optuna
+
+        from rlsweep._compat import optuna_study
+
+        compiled = self.compiler.compile(request.space, lossy=request.lossy)
+        study = optuna_study(searcher)
+        for trial in request.evaluated:
+            fixed = optuna.trial.FixedTrial(compiled.encode(trial.config))
+            compiled.native(fixed)
+            study.add_trial(
+                optuna.trial.create_trial(
+                    state=optuna.trial.TrialState.PRUNED if trial.pruned else optuna.trial.TrialState.COMPLETE,
+                    value=None if trial.pruned else trial.value,
+                    params=fixed.params,
+                    distributions=fixed.distributions,
+                    intermediate_values=dict(enumerate(trial.intermediate)),
+                )
+            )
+
 
 ENTRIES = (OptunaSearcher(),)

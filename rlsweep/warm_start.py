@@ -1,0 +1,231 @@
+"""Warm start: ``searcher.warm_start`` puts known-good configs first in a search, or tells the searcher what
+an earlier sweep already found.
+
+- ``zoo``: rl-baselines3-zoo's published hyperparameters for the spec's algorithm and env
+  (``rlsweep/data/zoo_hyperparams.yaml``), mapped onto the spec's searched RLlib settings and placed in their
+  declared domains, become the first point to evaluate (before ``points_to_evaluate``).
+- a directory: a previous sweep's trials that fit the search space reach the searcher as evaluated trials
+  (config, final metric value, and whether the scheduler stopped it early), so no trial is rerun.
+
+Both are checked when the spec is loaded: what cannot be mapped, or a directory that cannot be read, is a
+:class:`~rlsweep.errors.Problem` at ``searcher.warm_start`` that names it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlsweep import store
+from rlsweep.errors import Problem, SpecError
+from rlsweep.search_spaces import SearchSpace
+from rlsweep.search_spaces._base import point_problems
+from rlsweep.search_spaces._domains import Choice, Domain, Fixed, Normal, QRandInt, QUniform, RandInt
+from rlsweep.spec import SweepSpec
+
+ZOO = "zoo"
+WHERE = "searcher.warm_start"
+#: Searchers that take evaluated trials (Tune's HyperOpt, BayesOpt and BOHB searchers have no way in).
+TAKES_EVALUATED = ("optuna",)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """A trial of an earlier sweep, as its searcher would have seen it when it ended."""
+
+    config: Mapping[str, Any]
+    value: float
+    pruned: bool
+    intermediate: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What ``searcher.warm_start`` gives the searcher: points to run first, and trials it need not run."""
+
+    points: tuple[dict[str, Any], ...] = ()
+    evaluated: tuple[Evaluated, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+
+@functools.cache
+def zoo_table() -> dict[str, Any]:
+    """The shipped table: per algorithm, the mapping, SB3's defaults and each env's published values."""
+    return yaml.safe_load(files("rlsweep").joinpath("data/zoo_hyperparams.yaml").read_text())
+
+
+def _number(value: Any) -> Any:
+    """rl-zoo3 writes a linear schedule as ``lin_<start>``; RLlib settings take the start value."""
+    if isinstance(value, str) and value.startswith("lin_"):
+        return float(value[len("lin_") :])
+    return value
+
+
+def _place(domain: Domain, value: Any) -> Any:
+    """``value`` inside ``domain``: a numeric choice's nearest value, a range's nearest bound, an integer
+    domain's nearest multiple; None where no value of the domain stands for it (a different string)."""
+    if domain.contains(value):
+        return value
+    if isinstance(domain, Choice):
+        numeric = [v for v in domain.values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and len(numeric) == len(domain.values):
+            return min(numeric, key=lambda v: abs(v - value))
+        if isinstance(value, list) and any(v == value for v in domain.values):
+            return next(v for v in domain.values if v == value)
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or isinstance(domain, Normal):
+        return None
+    low, high = domain.low, domain.high  # type: ignore[attr-defined]
+    placed: Any = min(max(value, low), high)
+    if isinstance(domain, (QUniform, QRandInt)):
+        placed = round(placed / domain.q) * domain.q
+        placed = min(max(placed, low), high)
+    if isinstance(domain, (RandInt, QRandInt)):
+        placed = int(round(placed))
+    else:
+        placed = float(placed)
+    return placed if domain.contains(placed) else None
+
+
+def zoo_point(algorithm: str, env: str, space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
+    """rl-baselines3-zoo's hyperparameters for ``algorithm`` on ``env`` as a point of ``space``, and a note
+    for each value that had to be moved into its declared domain.
+
+    Raises:
+        SpecError: no published entry, a zoo hyperparameter rlsweep cannot map onto RLlib, a searched
+            parameter the zoo says nothing about, or a zoo value no value of its domain stands for.
+    """
+    table = zoo_table()
+    if algorithm not in table:
+        raise SpecError(f"rlsweep maps rl-baselines3-zoo's hyperparameters for {sorted(table)} only, not {algorithm!r}", WHERE)
+    entry = table[algorithm]
+    if env not in entry["envs"]:
+        raise SpecError(
+            f"rl-baselines3-zoo publishes no {algorithm} hyperparameters for env {env!r} (it has {sorted(entry['envs'])})", WHERE
+        )
+    published = dict(entry["envs"][env])
+    known = set(entry["map"]) | set(entry["ignored"]) | set(entry.get("same_as_rllib", {}))
+    known |= {"n_steps", "n_envs"} if entry["derived"] else set()
+    problems = [
+        Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env} set {name}={published[name]!r}, "
+                       "which has no RLlib counterpart in rlsweep's mapping; warm start would not reproduce them")
+        for name in published
+        if name not in known
+    ]
+    problems += [
+        Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env} set {name}={published[name]!r}; "
+                       f"RLlib's {algorithm} only does {same!r}")
+        for name, same in entry.get("same_as_rllib", {}).items()
+        if name in published and published[name] != same
+    ]
+    values = {**entry["sb3_defaults"], **published}
+    rllib: dict[str, tuple[Any, str]] = {}  # RLlib path -> (value, the zoo names it came from)
+    for name, paths in entry["map"].items():
+        for path in paths:
+            rllib[path] = (_number(values[name]), name)
+    if "training.train_batch_size" in entry["derived"]:
+        rllib["training.train_batch_size"] = (int(values["n_steps"]) * int(values["n_envs"]), "n_steps * n_envs")
+
+    point: dict[str, Any] = {}
+    notes: list[str] = []
+    for parameter in space:
+        if isinstance(parameter.domain, Fixed) or not parameter.is_active(point):
+            continue
+        where = f"search_space.{parameter.path}"
+        if parameter.path not in rllib:
+            problems.append(Problem(where, f"rl-baselines3-zoo's {algorithm} hyperparameters have no value for it "
+                                           f"(rlsweep maps {sorted(rllib)}); leave it out of the search or drop warm_start"))
+            continue
+        value, source = rllib[parameter.path]
+        placed = _place(parameter.domain, value)
+        if placed is None:
+            problems.append(Problem(where, f"rl-baselines3-zoo's {source}={value!r} is not a value of its "
+                                           f"{parameter.domain.kind} domain, and none stands for it"))
+            continue
+        if placed != value:
+            notes.append(f"{where}: rl-baselines3-zoo's {source} {value!r} -> {placed!r}, the nearest in its domain")
+        raw = values.get(source)
+        if isinstance(raw, str) and raw.startswith("lin_"):
+            notes.append(f"{where}: rl-baselines3-zoo decays {source} linearly from {placed!r}; the point keeps it constant")
+        point[parameter.path] = placed
+    if problems:
+        raise SpecError(problems)
+    return point, notes
+
+
+def previous_trials(directory: Path, space: SearchSpace, metric: str, mode: str, budget_env_steps: int) -> tuple[list[Evaluated], list[str]]:
+    """The finished trials of the sweep at ``directory`` whose configs are points of ``space``.
+
+    A trial's value is its last finite ``metric`` (what Tune's searcher saw when it ended); one that
+    stopped before ``budget_env_steps`` counts as pruned. Trials still running or failed are skipped.
+
+    Raises:
+        SpecError: the directory holds no sweep, or no finished trial fits.
+    """
+    if not store.has_tune_state(directory) and not (directory / store.SWEEP_FILE).exists():
+        raise SpecError(f"{str(directory)!r} is not an experiment directory (no {store.SWEEP_FILE})", WHERE)
+    evaluated: list[Evaluated] = []
+    skipped: list[str] = []
+    for trial in store.read_trials(directory, budget_env_steps=budget_env_steps):
+        values = [v for v in trial.values(metric) if math.isfinite(v)]
+        if trial.state != store.TERMINATED or not values:
+            skipped.append(f"{trial.trial_id}: {trial.state.lower()}, {len(values)} finite {metric!r} value(s)")
+            continue
+        config = {p.path: trial.config[p.path] for p in space if p.path in trial.config and not isinstance(p.domain, Fixed)}
+        config = {k: float(v) if isinstance(v, int) and not isinstance(v, bool) and _place_float(space, k, v) else v
+                  for k, v in config.items()}
+        if point_problems(space, [config]):
+            skipped.append(f"{trial.trial_id}: its config is not a point of this search space")
+            continue
+        evaluated.append(Evaluated(config=config, value=values[-1], pruned=trial.env_steps < budget_env_steps,
+                                   intermediate=tuple(values)))
+    if not evaluated:
+        raise SpecError(
+            f"no finished trial of {str(directory)!r} fits this search space with a finite {metric!r} "
+            f"({len(skipped)} skipped: {'; '.join(skipped[:3]) or 'no trials'})", WHERE
+        )
+    return evaluated, skipped
+
+
+def _place_float(space: SearchSpace, path: str, value: int) -> bool:
+    parameter = next(p for p in space if p.path == path)
+    return not parameter.domain.contains(value) and parameter.domain.contains(float(value))
+
+
+def plan(spec: SweepSpec) -> WarmStart:
+    """What the spec's ``searcher.warm_start`` gives its searcher (nothing when it is not set).
+
+    Raises:
+        SpecError: every problem with it, each at ``searcher.warm_start`` or the parameter's path.
+    """
+    source = spec.searcher.options.get("warm_start") if isinstance(spec.searcher.options, Mapping) else None
+    if source is None:
+        return WarmStart()
+    if source == ZOO:
+        point, notes = zoo_point(str(spec.algorithm), str(spec.env), spec.search_space)
+        return WarmStart(points=(point,), notes=tuple(notes))
+    if spec.searcher.name not in TAKES_EVALUATED:
+        raise SpecError(
+            f"a previous sweep's trials can reach searcher {TAKES_EVALUATED} only, not {spec.searcher.name!r} "
+            f"(Tune's other searchers take no evaluated trials); use searcher optuna, or warm_start: zoo", WHERE
+        )
+    evaluated, skipped = previous_trials(Path(source).expanduser(), spec.search_space, spec.metric.name,
+                                         spec.metric.mode, spec.budget.env_steps)
+    notes = [f"{WHERE}: {len(evaluated)} trial(s) of {source} reach the searcher"]
+    notes += [f"{WHERE}: skipped {line}" for line in skipped]
+    return WarmStart(evaluated=tuple(evaluated), notes=tuple(notes))
+
+
+def problems(spec: SweepSpec) -> list[Problem]:
+    try:
+        plan(spec)
+    except SpecError as exc:
+        return list(exc.problems)
+    return []

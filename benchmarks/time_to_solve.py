@@ -67,7 +67,7 @@ TASKS = {
     "cartpole": Task("PPO", "CartPole-v1", "zoo_ppo_space.yaml", 475.0, trials=20, env_steps=50_000, eval_every=10_000),
     # rl-zoo3's Pendulum-v1 SAC runs 20,000 env steps (hyperparams/sac.yml); RLlib's SAC updates about 6
     # times a second here (prioritized episode replay and connectors around each update), so fewer trials.
-    "pendulum": Task("SAC", "Pendulum-v1", "zoo_sac_space.yaml", -200.0, trials=10, env_steps=20_000, eval_every=4_000),
+    "pendulum": Task("SAC", "Pendulum-v1", "zoo_sac_space.yaml", -200.0, trials=10, env_steps=20_000, eval_every=2_000),
 }
 SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-zoo")
 
@@ -95,9 +95,12 @@ def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any)
             self.solved = False
             self.steps: dict[str, int] = {}
             self.evaluations: list[dict[str, Any]] = []
+            self.written = 0.0
 
         def __call__(self, trial_id: str, result: dict) -> bool:
             self.steps[trial_id] = int(result.get("env_steps", 0))
+            if time.time() - self.written > 2 and not self.solved:  # progress, for a run ended at the cap
+                self._write(False)
             if evaluated(result):
                 mean = result["eval_return_mean"]
                 self.evaluations.append({"t": time.time() - launch, "trial": trial_id, "env_steps": self.steps[trial_id], "mean": mean})
@@ -114,6 +117,7 @@ def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any)
                 self._write(False)
 
         def _write(self, solved: bool) -> None:
+            self.written = time.time()
             _record(result_file, launch, solved=solved, env_steps=sum(self.steps.values()), evaluations=self.evaluations)
 
     return SolvedStopper()
@@ -263,7 +267,10 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
     if not result_file.exists():
         return {"side": side, "seed": seed, "solved": False, "time_s": cap_s, "env_steps": None,
                 "error": (process.stderr.read() or "")[-2000:]}
-    return {"side": side, "seed": seed, **json.loads(result_file.read_text())}
+    run = {"side": side, "seed": seed, **json.loads(result_file.read_text())}
+    if not run["solved"]:
+        run["time_s"] = max(run["time_s"], min(time.time() - start, cap_s))  # unsolved: the time it ran
+    return run
 
 
 def versions() -> dict[str, str]:

@@ -85,9 +85,10 @@ def _record(result_file: Path, launch: float, **fields: Any) -> None:
     result_file.write_text(json.dumps({"time_s": time.time() - launch, **fields}))
 
 
-def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any) -> Any:
+def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any, marks: dict[str, float]) -> Any:
     """A Tune stopper that records every evaluation (``eval_return_mean`` in a result where ``evaluated``),
-    writes the result file and ends the whole sweep at the first evaluation >= the task's bar."""
+    writes the result file and ends the whole sweep at the first evaluation >= the task's bar. ``marks``: seconds
+    from launch to the side's own start-up steps (imports done, spec checked), kept in the file."""
     from ray import tune
 
     class SolvedStopper(tune.Stopper):
@@ -96,8 +97,14 @@ def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any)
             self.steps: dict[str, int] = {}
             self.evaluations: list[dict[str, Any]] = []
             self.written = 0.0
+            self.first_results: list[float] = []  # seconds from launch to each trial's first result
+            self.setups: list[float] = []  # each trial's own start-up (setup_time_s): record and build
+            self.marks = dict(marks)
 
         def __call__(self, trial_id: str, result: dict) -> bool:
+            if trial_id not in self.steps:  # a trial's first result: start-up costs
+                self.first_results.append(round(time.time() - launch, 2))
+                self.setups.append(round(result.get("setup_time_s", math.nan), 2))
             self.steps[trial_id] = int(result.get("env_steps", 0))
             if time.time() - self.written > 2 and not self.solved:  # progress, for a run ended at the cap
                 self._write(False)
@@ -118,13 +125,17 @@ def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any)
 
         def _write(self, solved: bool) -> None:
             self.written = time.time()
-            _record(result_file, launch, solved=solved, env_steps=sum(self.steps.values()), evaluations=self.evaluations)
+            _record(result_file, launch, solved=solved, env_steps=sum(self.steps.values()), evaluations=self.evaluations,
+                    startup={**self.marks, "first_result_s": self.first_results[:1], "trial_first_results_s": self.first_results,
+                             "trial_setup_s": self.setups})
 
     return SolvedStopper()
 
 
 def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage: Path, lever: str | None) -> None:
     import rlsweep
+
+    marks = {"imported_s": round(time.time() - launch, 2)}
 
     searcher: dict[str, Any] = {"seed": seed}
     config: dict[str, Any] = {}
@@ -148,8 +159,9 @@ def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage
             "mlflow": None,
         }
     )
+    marks["spec_checked_s"] = round(time.time() - launch, 2)  # pre-flight included
     # An evaluation ran after an iteration where eval_time_s > 0 (it is carried forward in between).
-    stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: result.get("eval_time_s", 0) > 0)
+    stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: result.get("eval_time_s", 0) > 0, marks=marks)
     rlsweep.run(spec, verbose=0, stopper=stopper)
     stopper.finish()
 
@@ -161,6 +173,7 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
     from ray.tune.schedulers import AsyncHyperBandScheduler
     from ray.tune.search.optuna import OptunaSearch
 
+    marks = {"imported_s": round(time.time() - launch, 2)}
     space = zoo_space(task)
     hidden_key = "rl_module.model_config.fcnet_hiddens"
     hiddens = {str(h): h for h in space[hidden_key]["choice"]}
@@ -175,6 +188,7 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
     model_keys = {path.split(".")[-1] for path in space if path.startswith("rl_module.model_config.")}
 
     def trainable(config: dict[str, Any]) -> None:
+        started = time.perf_counter()  # measured for the benchmark's start-up report, as rlsweep reports it
         training = {k: v for k, v in config.items() if k not in model_keys}
         model_config = {k: v for k, v in config.items() if k in model_keys}
         model_config["fcnet_hiddens"] = hiddens[model_config["fcnet_hiddens"]]
@@ -189,11 +203,13 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
                         evaluation_duration_unit="episodes", evaluation_config={"explore": False})
             .build_algo()
         )
+        setup_time_s = time.perf_counter() - started
         next_eval = task.eval_every
         while True:
             result = algo.train()
             env_steps = result["num_env_steps_sampled_lifetime"]
-            report = {"env_steps": env_steps, "return_mean": result["env_runners"].get("episode_return_mean", math.nan)}
+            report = {"env_steps": env_steps, "return_mean": result["env_runners"].get("episode_return_mean", math.nan),
+                      "setup_time_s": setup_time_s}
             if env_steps >= next_eval:
                 report["eval_return_mean"] = algo.evaluate()["env_runners"]["episode_return_mean"]
                 next_eval += task.eval_every
@@ -202,7 +218,7 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
                 break
         algo.stop()
 
-    stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: "eval_return_mean" in result)
+    stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: "eval_return_mean" in result, marks=marks)
     ray.init(num_cpus=CONCURRENCY, include_dashboard=False, log_to_driver=False)
     tune.Tuner(
         trainable,
@@ -326,11 +342,17 @@ def main() -> None:
         times = [r["time_s"] for r in runs if r["side"] == side]
         solved = sum(r["solved"] for r in runs if r["side"] == side)
         bests = [r["best_eval"] for r in runs if r["side"] == side and r["best_eval"] is not None]
+        firsts = [r["startup"]["first_result_s"][0] for r in runs if r["side"] == side and r.get("startup", {}).get("first_result_s")]
+        setups = [t for r in runs if r["side"] == side for t in r.get("startup", {}).get("trial_setup_s", []) if t == t]
         summary[side] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
                          "solved": solved, "runs": len(times),
-                         "median_best_eval": statistics.median(bests) if bests else None}
+                         "median_best_eval": statistics.median(bests) if bests else None,
+                         "median_first_result_s": statistics.median(firsts) if firsts else None,
+                         "median_trial_setup_s": statistics.median(setups) if setups else None}
+        start_up = (f"  first result at {summary[side]['median_first_result_s']} s, a trial's setup {summary[side]['median_trial_setup_s']} s"
+                    if firsts else "")
         print(f"{side:14s} median {summary[side]['median_s']:7.1f} s  (min {min(times):6.1f}, max {max(times):6.1f})  "
-              f"solved {solved}/{len(times)}  median best evaluation {summary[side]['median_best_eval']}")
+              f"solved {solved}/{len(times)}  median best evaluation {summary[side]['median_best_eval']}{start_up}")
     if "rlsweep" in summary:
         for side in summary:
             if side != "rlsweep":

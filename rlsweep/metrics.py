@@ -29,6 +29,7 @@ NORMALIZED_METRICS: dict[str, str] = {
     "other_time_s": "the rest of this iteration (replay buffer, weight sync, metrics)",
     "env_steps_per_s": "env steps sampled in this iteration per second of its wall time (sampling and learning)",
     "time_total_s": "wall time of the trial so far",
+    "setup_time_s": "time the trial took to start before its first iteration (settings recorded, algorithm built)",
     "peak_memory_mb": "peak resident memory of the trial's processes (its own, remote env runners, learners)",
     "eval_return_mean": "mean return of the latest separate greedy evaluation episodes",
     "eval_time_s": "time the evaluation after this iteration took (0 where none ran; not in iteration_time_s)",

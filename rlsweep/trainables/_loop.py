@@ -81,12 +81,14 @@ class TrialLoop:
     def __init__(self, spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan) -> None:
         import ray
 
+        started = time.perf_counter()
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
         # Before the build, so a trial whose env or config fails to build still says what it ran with.
         self.record_settings()
         self.algo = build_config(spec, sampled).build_algo()
+        self.setup_time_s = time.perf_counter() - started
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
         self.searched = spec.search_space.paths
@@ -171,6 +173,7 @@ class TrialLoop:
         normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
         normalized["peak_memory_mb"] = trial_peak_memory_mb(self.algo)
         normalized["time_total_s"] = result.get("time_total_s", 0.0)
+        normalized["setup_time_s"] = self.setup_time_s
         row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib_section(result), node_id=self.node_id)
         if not self.checked_keys:
             self._check_reported_keys(row)

@@ -90,6 +90,8 @@ def test_algorithm_runs_reports_evaluates_and_gives_its_policy_back(algorithm, t
         assert row["sample_time_s"] > 0 and row["learn_time_s"] >= 0 and row["other_time_s"] >= 0
         assert row["sample_time_s"] + row["learn_time_s"] <= iteration + TIMING_TOLERANCE_S
         assert row["peak_memory_mb"] > 100
+        # Building an RLlib algorithm takes a noticeable while; the trial says how long, once for all rows.
+        assert row["setup_time_s"] == rows[0]["setup_time_s"] > 0.2
     # Learning has started by the last iteration, and its time is counted (IMPALA/APPO: the learner thread).
     assert rows[-1]["learn_time_s"] > 0
     steps = [row["env_steps"] for row in rows]

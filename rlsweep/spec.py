@@ -116,6 +116,9 @@ class RaySpec(Section):
     """null: start a local runtime; "auto" or "ray://host:port" joins a cluster"""
     num_cpus: PositiveInt | None = None
     """CPUs of the local runtime; default: the machine's"""
+    reuse_actors: StrictBool = True
+    """run a new trial in a finished trial's worker process (Tune's reuse_actors), saving the process start
+    and the imports of torch and RLlib for each trial"""
 
 
 class MlflowSpec(Section):

@@ -167,6 +167,7 @@ def run(
             scheduler=SCHEDULERS[str(spec.scheduler.name)].build(spec),
             num_samples=num_samples,
             time_budget_s=spec.budget.time_s,
+            reuse_actors=spec.ray.reuse_actors,
         ),
         run_config=tune.RunConfig(
             name=path.name,

@@ -20,7 +20,7 @@ from rlsweep import _compat, metrics, store
 from rlsweep.errors import NonFiniteLossError, SpecError
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
-from rlsweep.trainables._memory import trial_peak_memory_mb
+from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, lifetime_env_steps, rllib_section
 from rlsweep.trainables._timing import PhaseTimer
 
@@ -82,6 +82,7 @@ class TrialLoop:
         import ray
 
         started = time.perf_counter()
+        reset_peak_rss()  # the worker process may have run an earlier trial (reuse_actors)
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import re
 import resource
 import sys
+from pathlib import Path
 from typing import Any
 
 
+_STATUS, _CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
+
+
+def reset_peak_rss() -> None:
+    """Start this process's peak resident set afresh (Linux: ``5`` into ``/proc/self/clear_refs`` resets
+    ``VmHWM``), so a trial run in a reused worker process reports its own peak, not an earlier trial's."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:  # not Linux, or not allowed: the peak is the process's lifetime peak
+        pass
+
+
 def peak_rss_mb(*_: Any) -> float:
-    """This process's peak resident set in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
+    """This process's peak resident set in MiB since :func:`reset_peak_rss` (Linux's ``VmHWM``), else over
+    its lifetime (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    try:
+        match = re.search(r"^VmHWM:\s+(\d+) kB", _STATUS.read_text(), re.MULTILINE)
+    except OSError:
+        match = None
+    if match:
+        return int(match.group(1)) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 

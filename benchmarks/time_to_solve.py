@@ -16,8 +16,9 @@ deterministic evaluation whose mean return reaches the task's bar:
 - ``zoo``: ``python -m rl_zoo3.train --algo ppo|sac --env ... -optimize`` as its README runs it (TPE +
   median pruner, its own space), in a venv of its own (``benchmarks/_zoo.py``).
 - Levers, each rlsweep with one speed lever changed: ``rlsweep-1env`` (no vectorized envs),
-  ``rlsweep-tpe10`` (Optuna's own 10 random startup trials, univariate TPE), ``rlsweep-zoo`` (warm start
-  from rl-baselines3-zoo's published hyperparameters, ``searcher.warm_start: zoo``).
+  ``rlsweep-tpe10`` (Optuna's own 10 random startup trials, univariate TPE), ``rlsweep-noreuse`` (a new
+  worker process per trial, Tune's default), ``rlsweep-zoo`` (warm start from rl-baselines3-zoo's published
+  hyperparameters, ``searcher.warm_start: zoo``).
 
 Same on every side of a task: its trials, 2 at a time, its env steps per trial, 5 deterministic evaluation
 episodes every so many env steps (``TASKS``). Sides alternate in order from seed to seed. Results go to
@@ -69,7 +70,7 @@ TASKS = {
     # times a second here (prioritized episode replay and connectors around each update), so fewer trials.
     "pendulum": Task("SAC", "Pendulum-v1", "zoo_sac_space.yaml", -200.0, trials=10, env_steps=20_000, eval_every=2_000),
 }
-SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-zoo")
+SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-noreuse", "rlsweep-zoo")
 
 
 def zoo_space(task: Task) -> dict[str, Any]:
@@ -145,6 +146,7 @@ def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage
         searcher.update(startup_trials=10, multivariate=False)
     if lever == "zoo":
         searcher["warm_start"] = "zoo"
+    ray_section = {"reuse_actors": lever != "noreuse"}
     spec = rlsweep.load_spec(
         {
             "name": f"solve-{seed}",
@@ -156,6 +158,7 @@ def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage
             "budget": {"env_steps": task.env_steps, "trials": task.trials, "max_concurrent": CONCURRENCY},
             "evaluation": {"episodes": EVAL_EPISODES, "every_env_steps": task.eval_every},
             "storage": str(storage),
+            "ray": ray_section,
             "mlflow": None,
         }
     )

@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt,
 
 from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
+from rlsweep.metrics import EVALUATION_METRICS
 from rlsweep.schedulers._base import EVERY_REPORT, TIME_ATTR, CheckpointRule, SchedulerEntry
 from rlsweep.search_spaces import Fixed, explore_into_domains, mutation_compiler
 from rlsweep.spec import POLICIES_PATH
@@ -28,6 +29,20 @@ def _two_positive_numbers(value: Any) -> Any:
     return [float(f) for f in value]
 
 
+def evaluated_metric(spec: SweepSpec) -> int | None:
+    """The evaluation interval when the metric is an evaluation's (fresh only every so many env steps)."""
+    if spec.metric.name in EVALUATION_METRICS and spec.evaluation is not None:
+        return spec.evaluation.every_env_steps or spec.budget.env_steps
+    return None
+
+
+def on_evaluation(spec: SweepSpec, grace: int) -> int:
+    """A default grace moved up to the next evaluation when the metric is an evaluation's: the first rung
+    then compares every trial on an evaluation it has just run, not on none yet or a stale one."""
+    every = evaluated_metric(spec)
+    return grace if every is None else -(-grace // every) * every
+
+
 class _Budgeted(Section):
     max_env_steps: EnvSteps | None = None
     """env steps of the longest trial the scheduler plans for (default: budget.env_steps)"""
@@ -43,7 +58,7 @@ class _Halving(_Budgeted):
     """keep 1/reduction_factor of the trials at each rung"""
 
     def grace(self, spec: SweepSpec) -> int:
-        return int(self.grace_env_steps or max(1, int(self.max_t(spec) / self.reduction_factor**2)))
+        return int(self.grace_env_steps or on_evaluation(spec, max(1, int(self.max_t(spec) / self.reduction_factor**2))))
 
 
 class AshaOptions(_Halving):
@@ -68,7 +83,7 @@ class MedianOptions(Section):
         return spec.budget.env_steps
 
     def grace(self, spec: SweepSpec) -> int:
-        return int(self.grace_env_steps or max(1, int(self.max_t(spec) / 4)))
+        return int(self.grace_env_steps or on_evaluation(spec, max(1, int(self.max_t(spec) / 4))))
 
 
 class Pb2Options(Section):
@@ -102,11 +117,29 @@ def _budget_problems(spec: SweepSpec, options: Any) -> list[Problem]:
     max_t = options.max_t(spec)
     if max_t > spec.budget.env_steps:
         return [Problem("scheduler.max_env_steps", f"must be at most budget.env_steps={spec.budget.env_steps}, got {max_t}")]
+    every = evaluated_metric(spec)
+    if every is not None and every >= max_t:
+        return [
+            Problem(
+                "evaluation.every_env_steps",
+                f"the metric {spec.metric.name!r} is evaluated every {every} env steps, not before the scheduler's "
+                f"max_env_steps={max_t}, so no rung can compare trials on it: evaluate more often "
+                f"(every {max(1, max_t // 9)}, say) or use metric return_mean",
+            )
+        ]
     if (grace := options.grace(spec)) >= max_t:
         return [
             Problem(
                 "scheduler.grace_env_steps",
                 f"must be below the scheduler's max_env_steps={max_t} or no trial is ever stopped early, got {grace}",
+            )
+        ]
+    if every is not None and grace % every:
+        return [
+            Problem(
+                "scheduler.grace_env_steps",
+                f"the metric {spec.metric.name!r} is fresh every {every} env steps (evaluation.every_env_steps); "
+                f"a first rung at {grace} compares trials on a stale or missing evaluation: use a multiple of {every}",
             )
         ]
     return []

@@ -158,3 +158,34 @@ def test_defaults_when_the_searcher_or_scheduler_is_left_out(space, searcher, sc
     spec = rlsweep.load_spec(doc, preflight=False)
     assert (spec.searcher.name, spec.scheduler.name) == expected
     assert not math.isnan(spec.budget.env_steps)
+
+
+def evaluated(scheduler: dict, every: int = 1000, budget: int = 9000) -> dict:
+    doc = document("optuna", scheduler["name"])
+    doc["scheduler"] = scheduler
+    doc["budget"]["env_steps"] = budget
+    doc["evaluation"] = {"episodes": 2, "every_env_steps": every}
+    doc["metric"] = {"name": "eval_return_mean", "mode": "max"}
+    return doc
+
+
+@pytest.mark.parametrize(("scheduler", "grace"), [("asha", 3000), ("median", 3000)])
+def test_on_an_evaluation_metric_the_first_rung_falls_on_an_evaluation(scheduler, grace):
+    # Defaults: ASHA budget/9 = 1000 and median budget/4 = 2250 env steps; evaluations every 1500.
+    spec = rlsweep.load_spec(evaluated({"name": scheduler}, every=1500), preflight=False)
+    built = SCHEDULERS[scheduler].options(spec.scheduler.options).grace(spec)
+    assert built == (1500 if scheduler == "asha" else grace)
+
+
+def test_a_grace_between_evaluations_of_the_metric_is_an_error():
+    message = problems_of(evaluated({"name": "asha", "grace_env_steps": 1500}), preflight=False)["scheduler.grace_env_steps"]
+    assert "fresh every 1000 env steps" in message and "use a multiple of 1000" in message
+    # On the training return, any grace is fine.
+    doc = evaluated({"name": "asha", "grace_env_steps": 1500})
+    doc["metric"] = {"name": "return_mean", "mode": "max"}
+    assert rlsweep.load_spec(doc, preflight=False).scheduler.options == {"grace_env_steps": 1500}
+
+
+def test_an_evaluation_metric_evaluated_only_at_the_budget_cannot_drive_a_scheduler():
+    message = problems_of(evaluated({"name": "asha"}, every=9000), preflight=False)["evaluation.every_env_steps"]
+    assert "no rung can compare trials on it" in message

@@ -142,6 +142,7 @@ MUST_NOT = {
     "rlsweep.store": {"rlsweep.spec", "rlsweep.search_spaces", "rlsweep.schedulers", "rlsweep.trainables", "rlsweep.sweep", "rlsweep.analysis"},
     "rlsweep.search_spaces": {"rlsweep.spec", "rlsweep.schedulers", "rlsweep.trainables", "rlsweep.sweep", "rlsweep.analysis"},
     "rlsweep.schedulers": {"rlsweep.trainables", "rlsweep.sweep", "rlsweep.analysis"},
+    "rlsweep.warm_start": {"rlsweep.trainables", "rlsweep.sweep", "rlsweep.analysis"},
     "rlsweep.trainables": {"rlsweep.sweep", "rlsweep.analysis"},
     "rlsweep.sweep": {"rlsweep.analysis"},
     "rlsweep.analysis": {"rlsweep.sweep", "rlsweep.trainables", "rlsweep.schedulers"},

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -243,6 +244,8 @@ def run_zoo(task: Task, seed: int, launch: float, result_file: Path, storage: Pa
     sys.path.insert(0, str(HERE))
     import _zoo
 
+    # The harness ends a side with SIGTERM at the cap: exit through run_zoo's cleanup, which stops rl_zoo3.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     python = _zoo.ensure_venv(HERE / ".zoo-venv")
     called = time.time()  # run_zoo times from its own launch of rl_zoo3, right after this
     outcome = _zoo.run_zoo(
@@ -283,8 +286,14 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
             break
         time.sleep(0.2)
     if process.poll() is None:
-        os.killpg(process.pid, 9)
-        process.wait()
+        # SIGTERM first: rl-zoo3's side then stops the rl_zoo3 process it started in a session of its own,
+        # which a SIGKILL to the side's group would leave running (and taking CPU from the next sides).
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     if not result_file.exists():
         return {"side": side, "seed": seed, "solved": False, "time_s": cap_s, "env_steps": None,
                 "error": (process.stderr.read() or "")[-2000:]}

@@ -37,6 +37,7 @@ __all__ = [
     "UsageError",
     "load_policy",
     "load_spec",
+    "reproduce",
     "resume",
     "run",
     "sample",
@@ -50,6 +51,13 @@ def run(spec: SweepSpec, **kwargs: Any) -> SweepResult:
     from rlsweep.api import run as _run
 
     return _run(spec, **kwargs)
+
+
+def reproduce(path: Any, trial_id: str, **kwargs: Any) -> SweepResult:
+    """Rerun one trial from its recorded config and seed; see :func:`rlsweep.api.reproduce`."""
+    from rlsweep.api import reproduce as _reproduce
+
+    return _reproduce(path, trial_id, **kwargs)
 
 
 def resume(path: Any, **kwargs: Any) -> SweepResult:

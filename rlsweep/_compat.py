@@ -54,6 +54,20 @@ def tap_log_time(logger: Any, on_block: Callable[[Any, Any], Any]) -> None:
 # --- Tune sessions -------------------------------------------------------------------------------------
 
 
+def trial_index() -> int:
+    """The running trial's creation index: the order in which the searcher suggested it. Ray 2.60 names a
+    trial's folder ``<trainable>_<trial id>_<experiment tag>[_<date>]`` and the tag starts with that index
+    (``3_lr=0.001,...``); the context gives the folder and the id, not the tag."""
+    from pathlib import Path
+
+    from ray import tune
+
+    context = tune.get_context()
+    name = Path(context.get_trial_dir()).name
+    tag = name.split(f"_{context.get_trial_id()}_", 1)[1]
+    return int(tag.split("_", 1)[0])
+
+
 def write_trial_file(name: str, text: str) -> None:
     """Write a file into the running trial's folder in the experiment's storage (local or a pyarrow URI).
     Ray 2.60: ``tune.get_context().get_storage()`` (a DeveloperAPI ``StorageContext``); the trial's own

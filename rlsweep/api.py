@@ -98,6 +98,18 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
     return _finish(spec, root, errored)
 
 
+def reproduce(path: str | Path, trial_id: str, *, storage: str | None = None, verbose: int = 1) -> SweepResult:
+    """Rerun one trial of a sweep, from the config and training seed it recorded, into a new experiment
+    directory beside it (``<name>-reproduce-<trial id>``). On CPU its iterations repeat the original's
+    metrics; a trial the scheduler stopped early runs to the full budget.
+
+    Raises:
+        UsageError: no such trial, or it recorded nothing (it never started).
+    """
+    spec = sweep.reproduction_spec(path, trial_id)
+    return run(spec, storage=storage, verbose=verbose)
+
+
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:
     """The first ``n`` configs the spec's searcher (or ``searcher``) would try, without running a trial.
 

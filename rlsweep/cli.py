@@ -180,6 +180,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reproduce(args: argparse.Namespace) -> int:
+    import rlsweep
+
+    _load(args.dir)  # a clear error for a directory that holds no sweep
+    result = rlsweep.reproduce(args.dir, args.trial, storage=args.storage)
+    print(f"reran trial {args.trial} into {result.path}")
+    if result.best is not None:
+        _print_best(result.best)
+    return EXIT_OK if not result.errored_trials else EXIT_ERROR
+
+
 def _export(args: argparse.Namespace) -> int:
     sweep = _load(args.dir)
     run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment)
@@ -268,6 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", help="the spec file you mean to resume with: refused, with the differences, if edited")
     p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
     p.set_defaults(handler=_resume)
+
+    p = commands.add_parser("reproduce", help="rerun one trial from its recorded config and seed, into a new directory")
+    p.add_argument("dir", help="the sweep's experiment directory")
+    p.add_argument("trial", help="the trial's id (or a unique prefix of it), as `rlsweep status` lists it")
+    p.add_argument("--storage", help="where the new experiment directory goes (default: the spec's storage)")
+    p.set_defaults(handler=_reproduce)
 
     p = commands.add_parser("status", help="trials, states and the best so far")
     p.add_argument("dir")

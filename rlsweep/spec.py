@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, WithJsonSchema
+from pydantic import ConfigDict, Field, StrictBool, field_validator, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
 from rlsweep._dotted import set_in
@@ -80,6 +80,18 @@ class BudgetSpec(Section):
     """trials at once; default: what the cluster's CPUs hold"""
     time_s: Seconds | None = None
     """wall-clock cap for the whole sweep, in seconds"""
+
+
+class SeedsSpec(Section):
+    tuning: Annotated[list[NonNegativeInt], Field(min_length=2, max_length=2)] = [0, 99]
+    """the range (inclusive) each trial's training seed (RLlib's debugging.seed) is drawn from"""
+
+    @field_validator("tuning")
+    @classmethod
+    def _ordered(cls, tuning: list[int]) -> list[int]:
+        if tuning[0] > tuning[1]:
+            raise ValueError(f"is [low, high] with low <= high, got {tuning}")
+        return tuning
 
 
 class MetricSpec(Section):
@@ -197,6 +209,9 @@ class SweepSpec(Section):
     """which scheduler stops, pauses or perturbs trials"""
     budget: BudgetSpec
     """per-trial env steps, trials, concurrency"""
+    seeds: SeedsSpec = SeedsSpec()
+    """training seeds: the range each trial's seed is drawn from (debugging.seed in config or search_space
+    overrides it)"""
     metric: MetricSpec = MetricSpec()
     """what "best" means"""
     stop: dict[str, StrictFloat] = {}

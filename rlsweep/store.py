@@ -31,6 +31,7 @@ from typing import Any
 
 from rlsweep.errors import SweepError
 from rlsweep.metrics import ENV_STEPS, env_steps
+from rlsweep.seeds import SEED_PATH
 
 log = logging.getLogger("rlsweep")
 
@@ -181,6 +182,13 @@ class Trial:
     @property
     def env_steps(self) -> int:
         return env_steps(self.rows[-1]) if self.rows else 0
+
+    @property
+    def seed(self) -> int | None:
+        """The training seed it ran with (RLlib's ``debugging.seed``, as it recorded it), or None."""
+        ran = (self.settings or {}).get("config", {})
+        seed = ran.get(SEED_PATH) if isinstance(ran, Mapping) else None
+        return seed if isinstance(seed, int) else None
 
     @property
     def latest_checkpoint(self) -> CheckpointRecord | None:

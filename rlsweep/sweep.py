@@ -6,6 +6,7 @@ to MLflow is the analysis's (:func:`rlsweep.run` does both in turn).
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -19,7 +20,8 @@ import yaml
 
 from rlsweep import store
 from rlsweep._dotted import flatten
-from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError
+from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError, UsageError
+from rlsweep.seeds import seed_base
 from rlsweep.schedulers import SCHEDULERS, checkpoint_keep, restores_other_trials, search_request
 from rlsweep.search_spaces import SEARCHERS
 from rlsweep.spec import SweepSpec, read_document
@@ -110,8 +112,9 @@ def _stop_condition(spec: SweepSpec, stopper: Any) -> Any:
     return CombinedStopper(FunctionStopper(thresholds), stopper)
 
 
-def _trainable(spec: SweepSpec) -> Any:
-    return make_trainable(spec, plan_for(spec, SCHEDULERS[str(spec.scheduler.name)].checkpoint_rule(spec)))
+def _trainable(spec: SweepSpec, sweep_id: str) -> Any:
+    rule = SCHEDULERS[str(spec.scheduler.name)].checkpoint_rule(spec)
+    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id)))
 
 
 def run(
@@ -158,7 +161,7 @@ def run(
         search_request(spec, max_concurrent=max_concurrent)
     )
     tuner = tune.Tuner(
-        _trainable(spec),
+        _trainable(spec, sweep_id),
         param_space=param_space,
         tune_config=tune.TuneConfig(
             metric=spec.metric.name,
@@ -240,7 +243,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
     # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
     tuner = tune.Tuner.restore(
         str(root),
-        trainable=_trainable(spec),
+        trainable=_trainable(spec, str(info.get("sweep_id", ""))),
         resume_unfinished=True,
         resume_errored=False,
         restart_errored=False,
@@ -248,3 +251,37 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
     )
     grid = tuner.fit()
     return root, spec, sum(1 for r in grid if r.error is not None)
+
+
+def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
+    """A one-trial spec that reruns trial ``trial_id`` of the sweep at ``path`` from the config and training
+    seed it recorded as it started: the sweep's spec with every searched value (and the seed) fixed, FIFO,
+    the full budget, named ``<name>-reproduce-<trial id>``.
+
+    Raises:
+        UsageError: no such trial (or an ambiguous prefix), or it never started (nothing recorded).
+    """
+    root = Path(path).expanduser().resolve()
+    document = read_document(store.spec_file(root))
+    budget = int(document.get("budget", {}).get("env_steps", 0))
+    trials = store.read_trials(root, budget_env_steps=budget)
+    found = [t for t in trials if t.trial_id == trial_id] or [t for t in trials if t.trial_id.startswith(trial_id)]
+    if len(found) != 1:
+        known = ", ".join(sorted(t.trial_id for t in trials)) or "none"
+        why = "matches several trials" if found else "is not a trial of this sweep"
+        raise UsageError(f"{trial_id!r} {why}; its trials: {known}", "TRIAL")
+    (trial,) = found
+    recorded = (trial.settings or {}).get("config")
+    if not isinstance(recorded, dict):
+        raise UsageError(f"trial {trial.trial_id} recorded no settings (it never started, or ran before rlsweep "
+                         "recorded them), so there is nothing to rerun", "TRIAL")
+    spec = copy.deepcopy(document)
+    spec.update(
+        name=f"{spec.get('name') or root.name}-reproduce-{trial.trial_id}",
+        search_space={path: {"fixed": value} for path, value in recorded.items()},
+        searcher={"name": "random", "seed": (spec.get("searcher") or {}).get("seed") if isinstance(spec.get("searcher"), dict) else None},
+        scheduler="fifo",
+        preset=None,
+    )
+    spec["budget"] = {**spec["budget"], "trials": 1, "max_concurrent": 1}
+    return load_spec(spec)

@@ -63,7 +63,7 @@ class Sweep:
         return any(t.rows for t in self.trials)
 
     def table(self) -> Any:
-        """One row per trial: id, state, config columns, final and best metric, env steps, error."""
+        """One row per trial: id, state, config columns, training seed, final and best metric, env steps, error."""
         import pandas as pd
 
         metric, mode = self.spec.metric.name, self.spec.metric.mode
@@ -72,6 +72,7 @@ class Sweep:
             values = [v for v in trial.values(metric) if not math.isnan(v)]
             record: dict[str, Any] = {"trial_id": trial.trial_id, "state": trial.state}
             record.update({f"config/{k}": v for k, v in trial.config.items()})
+            record["seed"] = trial.seed
             record[metric] = values[-1] if values else math.nan
             record[f"{metric}_best"] = (max(values) if mode == "max" else min(values)) if values else math.nan
             record["env_steps"] = trial.env_steps

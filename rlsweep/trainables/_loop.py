@@ -20,6 +20,7 @@ from rlsweep import _compat, metrics, store
 from rlsweep.errors import NonFiniteLossError, SpecError
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
+from rlsweep.seeds import SEED_PATH, trial_seed
 from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, lifetime_env_steps, rllib_section
 from rlsweep.trainables._timing import PhaseTimer
@@ -42,18 +43,27 @@ class TrialPlan:
         scheduler_rule: The reports at which the scheduler acts on the latest checkpoint (PBT copies it,
             HyperBand pauses and later resumes from it): those must carry a fresh checkpoint.
         eval_every: Evaluate this often (and at the budget); None without an evaluation section.
+        seed_base: The sweep's seed base (:func:`rlsweep.seeds.seed_base`): with the trial's index, its seed.
     """
 
     checkpoint_every: int
     scheduler_rule: CheckpointRule | None = None
     eval_every: int | None = None
+    seed_base: int = 0
 
 
-def plan_for(spec: SweepSpec, scheduler_rule: CheckpointRule | None) -> TrialPlan:
+def plan_for(spec: SweepSpec, scheduler_rule: CheckpointRule | None, seed_base: int = 0) -> TrialPlan:
     every = spec.checkpoint.every_env_steps or max(1, spec.budget.env_steps // DEFAULT_CHECKPOINTS_PER_TRIAL)
     # Without an interval, evaluation runs once, when the trial reaches its budget.
     evaluate = (spec.evaluation.every_env_steps or spec.budget.env_steps) if spec.evaluation is not None else None
-    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate)
+    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate, seed_base=seed_base)
+
+
+def with_seed(spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan, index: int) -> dict[str, Any]:
+    """The trial's draw with its training seed, unless the spec sets ``debugging.seed`` itself."""
+    if SEED_PATH in spec.config or SEED_PATH in sampled:
+        return sampled
+    return {**sampled, SEED_PATH: trial_seed(plan.seed_base, index, *spec.seeds.tuning)}
 
 
 def _next_multiple(env_steps: int, every: int) -> int:
@@ -83,6 +93,7 @@ class TrialLoop:
 
         started = time.perf_counter()
         reset_peak_rss()  # the worker process may have run an earlier trial (reuse_actors)
+        sampled = with_seed(spec, sampled, plan, _compat.trial_index())
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()

@@ -186,9 +186,9 @@ class Trial:
     @property
     def seed(self) -> int | None:
         """The training seed it ran with (RLlib's ``debugging.seed``, as it recorded it), or None."""
-        ran = (self.settings or {}).get("config", {})
+        ran = (self.settings or {}).get("settings", {})  # every setting, the spec's config included
         seed = ran.get(SEED_PATH) if isinstance(ran, Mapping) else None
-        return seed if isinstance(seed, int) else None
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
     @property
     def latest_checkpoint(self) -> CheckpointRecord | None:

@@ -224,7 +224,8 @@ def test_a_violation_between_two_settings_is_found_where_neither_extreme_shows_i
 def test_an_evaluation_metric_needs_an_evaluation_section():
     problems = problems_of(with_changes(metric={"name": "eval_return_mean", "mode": "max"}))
     assert "needs an 'evaluation' section" in problems["metric.name"]
-    rlsweep.load_spec(with_changes(metric={"name": "eval_return_mean"}, evaluation={"episodes": 3}))
+    # Evaluated between the scheduler's rungs: ASHA's first rung (2000 env steps) falls on an evaluation.
+    rlsweep.load_spec(with_changes(metric={"name": "eval_return_mean"}, evaluation={"episodes": 3, "every_env_steps": 1000}))
 
 
 MULTI_AGENT_ENV = "ray.rllib.examples.envs.classes.multi_agent:MultiAgentCartPole"

@@ -26,7 +26,7 @@ import yaml
 from rlsweep import store
 from rlsweep.errors import Problem, SpecError
 from rlsweep.search_spaces import SearchSpace
-from rlsweep.search_spaces._base import point_problems
+from rlsweep.search_spaces._base import _int_for_float, point_problems
 from rlsweep.search_spaces._domains import Choice, Domain, Fixed, Normal, QRandInt, QUniform, RandInt
 from rlsweep.spec import SweepSpec
 
@@ -179,8 +179,7 @@ def previous_trials(directory: Path, space: SearchSpace, metric: str, mode: str,
             skipped.append(f"{trial.trial_id}: {trial.state.lower()}, {len(values)} finite {metric!r} value(s)")
             continue
         config = {p.path: trial.config[p.path] for p in space if p.path in trial.config and not isinstance(p.domain, Fixed)}
-        config = {k: float(v) if isinstance(v, int) and not isinstance(v, bool) and _place_float(space, k, v) else v
-                  for k, v in config.items()}
+        config = {k: float(v) if _int_for_float(space, k, v) else v for k, v in config.items()}  # JSON's 1 for 1.0
         if point_problems(space, [config]):
             skipped.append(f"{trial.trial_id}: its config is not a point of this search space")
             continue
@@ -192,11 +191,6 @@ def previous_trials(directory: Path, space: SearchSpace, metric: str, mode: str,
             f"({len(skipped)} skipped: {'; '.join(skipped[:3]) or 'no trials'})", WHERE
         )
     return evaluated, skipped
-
-
-def _place_float(space: SearchSpace, path: str, value: int) -> bool:
-    parameter = next(p for p in space if p.path == path)
-    return not parameter.domain.contains(value) and parameter.domain.contains(float(value))
 
 
 def plan(spec: SweepSpec) -> WarmStart:

@@ -279,7 +279,7 @@ def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
     spec.update(
         name=f"{spec.get('name') or root.name}-reproduce-{trial.trial_id}",
         search_space={path: {"fixed": value} for path, value in recorded.items()},
-        searcher={"name": "random", "seed": (spec.get("searcher") or {}).get("seed") if isinstance(spec.get("searcher"), dict) else None},
+        searcher="random",  # every value is fixed, the seed among them: nothing is drawn
         scheduler="fifo",
         preset=None,
     )

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from rlsweep import _compat, metrics, store
 from rlsweep.errors import NonFiniteLossError, SpecError
+from rlsweep.seeds import SEED_PATH, trial_seed
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
-from rlsweep.seeds import SEED_PATH, trial_seed
 from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, lifetime_env_steps, rllib_section
 from rlsweep.trainables._timing import PhaseTimer

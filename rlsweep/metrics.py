@@ -53,6 +53,28 @@ HP_PREFIX = "hp/"
 #: The Ray node a row was computed on (a string, never exported as a metric).
 NODE_ID = "node_id"
 
+#: With ``seeds.per_trial`` > 1, each seed's own values are reported as ``seed/<k>/<name>`` (k = 0, 1, ...
+#: in the order of the trial's recorded seeds) beside the aggregate under the plain name.
+PER_SEED_PREFIX = "seed/"
+
+#: The metrics a trial with several seeds reports per seed, as ``seed/<k>/<name>``.
+PER_SEED_METRICS = ("return_mean", "return_min", "return_max", "episode_len_mean", "episodes", "env_steps",
+                    "eval_return_mean")
+
+#: Of those, what its seeds learned: the row's plain name holds their aggregate (``seeds.aggregate``).
+#: ``episodes`` adds up over the seeds, ``env_steps`` is their common clock (the least of them), times add
+#: up (:data:`SUMMED_OVER_SEEDS`); hyperparameters and RLlib's own keys are the first seed's, except RLlib
+#: keys the spec names in ``metric`` or ``stop``, which are aggregated too.
+AGGREGATED_OVER_SEEDS = ("return_mean", "return_min", "return_max", "episode_len_mean", "eval_return_mean")
+
+#: Per-row times that add up over a trial's seeds (they run one after the other in the trial's process).
+SUMMED_OVER_SEEDS = ("iteration_time_s", "sample_time_s", "learn_time_s", "other_time_s", "time_total_s",
+                     "setup_time_s", "eval_time_s")
+
+
+def per_seed_key(index: int, name: str) -> str:
+    return f"{PER_SEED_PREFIX}{index}/{name}"
+
 
 def row(
     normalized: Mapping[str, Any],
@@ -77,8 +99,10 @@ def metric_name_problem(name: str) -> str | None:
 
 
 def exported(key: str) -> bool:
-    """Whether a row's key becomes an MLflow metric: the normalized metrics and ``hp/...`` (PBT's
-    hyperparameters change per row, and MLflow params cannot)."""
+    """Whether a row's key becomes an MLflow metric: the normalized metrics, each seed's
+    (``seed/<k>/...``) and ``hp/...`` (PBT's hyperparameters change per row, and MLflow params cannot)."""
+    if key.startswith(PER_SEED_PREFIX):
+        return key.rsplit("/", 1)[-1] in NORMALIZED_METRICS
     return key in NORMALIZED_METRICS or key.startswith(HP_PREFIX)
 
 

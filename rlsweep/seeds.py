@@ -1,21 +1,27 @@
-"""Training seeds: which seed each trial trains with, derived from the spec so a sweep reruns the same way.
+"""Training seeds: which seeds each trial trains with, derived from the spec so a sweep reruns the same way,
+and how the values of a trial's seeds combine into the one value the searcher and the scheduler see.
 
-A trial's seed follows from the sweep's seed base and the trial's index (the order in which the searcher
+A trial's seeds follow from the sweep's seed base and the trial's index (the order in which the searcher
 suggested it): with ``searcher.seed`` set, the base is that seed, so the same spec run twice gives its k-th
-trial the same config and the same training seed. Without it, the base comes from the sweep's id, stable
+trial the same config and the same training seeds. Without it, the base comes from the sweep's id, stable
 across a resume. Seeds are drawn from ``seeds.tuning`` (inclusive); RLlib's ``debugging.seed`` seeds
 torch, numpy and Python's ``random`` in the trial and each env (env seeds derive from it and the env's
-index).
+index). Confirmation runs on test seeds from ``seeds.test``, a range that must not overlap the tuning one.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 
 #: The RLlib setting a trial's seed goes to.
 SEED_PATH = "debugging.seed"
+
+#: How a trial's per-seed values become the one value it reports (``seeds.aggregate``).
+AGGREGATES = ("mean", "median", "iqm", "min")
 
 
 def seed_base(searcher_seed: int | None, sweep_id: str) -> int:
@@ -27,3 +33,61 @@ def trial_seed(base: int, index: int, low: int, high: int) -> int:
     """The training seed of the trial suggested ``index``-th, drawn from ``low..high`` (inclusive)."""
     draw = np.random.SeedSequence([base, index]).generate_state(1, dtype=np.uint64)[0]
     return low + int(draw % (high - low + 1))
+
+
+def trial_seeds(base: int, index: int, low: int, high: int, n: int) -> list[int]:
+    """The ``n`` distinct training seeds of the trial suggested ``index``-th; the first is
+    :func:`trial_seed`'s, so a sweep with one seed per trial draws what it always drew."""
+    if n > high - low + 1:
+        raise ValueError(f"{n} distinct seeds do not fit in {low}..{high}")
+    seeds = [trial_seed(base, index, low, high)]
+    extra = 1
+    while len(seeds) < n:
+        draw = np.random.SeedSequence([base, index, extra]).generate_state(1, dtype=np.uint64)[0]
+        seed = low + int(draw % (high - low + 1))
+        if seed not in seeds:
+            seeds.append(seed)
+        extra += 1
+    return seeds
+
+
+def held_out_seeds(low: int, n: int) -> list[int]:
+    """The first ``n`` seeds of the test range: confirmation on N seeds uses ``low .. low+n-1``."""
+    return list(range(low, low + n))
+
+
+def interquartile_mean(values: Sequence[float]) -> float:
+    """The mean of the middle half: with n values, the lowest and highest n/4 are dropped, fractional
+    parts weighted (Agarwal et al., "Deep RL at the Edge of the Statistical Precipice", 2021)."""
+    from scipy.stats import trim_mean
+
+    return float(trim_mean(np.asarray(values, dtype=float), 0.25))
+
+
+def aggregate(values: Sequence[float], how: str, mode: str) -> float:
+    """One value from the values of a trial's seeds. ``min`` is the worst seed under ``mode`` (the lowest
+    when higher is better). NaN while any seed has no value yet (no episode ended), which every Tune
+    scheduler treats as "no decision yet"."""
+    if not values or any(math.isnan(v) for v in values):
+        return math.nan
+    if how == "mean":
+        return float(np.mean(values))
+    if how == "median":
+        return float(np.median(values))
+    if how == "iqm":
+        return interquartile_mean(values)
+    if how == "min":
+        return float(min(values) if mode == "max" else max(values))
+    raise ValueError(f"unknown aggregate {how!r}; expected one of {AGGREGATES}")
+
+
+__all__ = [
+    "AGGREGATES",
+    "SEED_PATH",
+    "aggregate",
+    "held_out_seeds",
+    "interquartile_mean",
+    "seed_base",
+    "trial_seed",
+    "trial_seeds",
+]

@@ -26,6 +26,7 @@ from rlsweep._dotted import set_in
 from rlsweep._schema import Section, check_field
 from rlsweep.errors import Problem, SpecError
 from rlsweep.metrics import metric_name_problem
+from rlsweep.seeds import SEED_PATH
 from rlsweep.search_spaces._domains import SearchSpace, domain_json_schema, parse_search_space
 
 #: Where a sweep's MLflow runs go unless the spec says otherwise: a SQLite file in the working directory.
@@ -83,15 +84,23 @@ class BudgetSpec(Section):
 
 
 class SeedsSpec(Section):
+    per_trial: PositiveInt = 1
+    """training seeds per trial: each trial trains its configuration on this many seeds in lockstep, in
+    its own process and CPUs, one after the other (so a trial takes about per_trial times as long)"""
+    aggregate: Literal["mean", "median", "iqm", "min"] = "iqm"
+    """what the searcher and the scheduler see of a trial's seeds: mean | median | iqm (interquartile mean)
+    | min (the worst seed under metric.mode)"""
     tuning: Annotated[list[NonNegativeInt], Field(min_length=2, max_length=2)] = [0, 99]
-    """the range (inclusive) each trial's training seed (RLlib's debugging.seed) is drawn from"""
+    """the range (inclusive) each trial's training seeds (RLlib's debugging.seed) are drawn from"""
+    test: Annotated[list[NonNegativeInt], Field(min_length=2, max_length=2)] = [1000, 1999]
+    """the range (inclusive) of held-out seeds rlsweep confirm trains on: disjoint from tuning"""
 
-    @field_validator("tuning")
+    @field_validator("tuning", "test")
     @classmethod
-    def _ordered(cls, tuning: list[int]) -> list[int]:
-        if tuning[0] > tuning[1]:
-            raise ValueError(f"is [low, high] with low <= high, got {tuning}")
-        return tuning
+    def _ordered(cls, seeds: list[int]) -> list[int]:
+        if seeds[0] > seeds[1]:
+            raise ValueError(f"is [low, high] with low <= high, got {seeds}")
+        return seeds
 
 
 class MetricSpec(Section):
@@ -451,6 +460,29 @@ def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], s
             problems.append(Problem(f"stop.{key}", problem))
         elif key == "env_steps":
             problems.append(Problem("stop.env_steps", "the env-step budget is budget.env_steps; remove it from stop"))
+    seeds = values.get("seeds")
+    if seeds is not None:
+        low, high = seeds.tuning
+        if seeds.per_trial > high - low + 1:
+            problems.append(Problem(
+                "seeds.per_trial",
+                f"{seeds.per_trial} distinct seeds per trial do not fit in seeds.tuning {seeds.tuning}; widen the "
+                "range or lower per_trial",
+            ))
+        if seeds.test[0] <= high and low <= seeds.test[1]:
+            problems.append(Problem(
+                "seeds.test",
+                f"{seeds.test} overlaps seeds.tuning {seeds.tuning}: a configuration is confirmed on seeds no trial "
+                "trained with; make the two ranges disjoint",
+            ))
+    if seeds is not None and seeds.per_trial > 1:
+        for where in (f"config.{SEED_PATH}", f"search_space.{SEED_PATH}"):
+            if SEED_PATH in (config if where.startswith("config") else space.paths):
+                problems.append(Problem(
+                    where,
+                    f"sets one training seed, but seeds.per_trial is {seeds.per_trial}: each trial draws its "
+                    "seeds from seeds.tuning; remove it, or set seeds.per_trial to 1",
+                ))
     return problems
 
 

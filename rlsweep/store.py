@@ -9,7 +9,8 @@ An experiment directory is Ray Tune's (``experiment_state-*.json``, one folder p
 - in each trial folder, ``rlsweep_trial.json``: every setting the trial ran with and its seed, written
   by the trial when it starts, so an export logs what ran (not today's defaults) and needs no Ray;
 - in each checkpoint, ``rlsweep_checkpoint.json``: the metrics when it was taken and the state the
-  trial needs to continue from it.
+  trial needs to continue from it; with several seeds per trial, ``rlsweep_seeds/<k>`` holds seed k's
+  algorithm (the first seed's is the checkpoint itself);
 
 Every file name and every Tune key rlsweep reads is named here and nowhere else. The writers are used by
 the sweep and the trials, the readers by the analysis; this module depends on none of them, so a
@@ -40,6 +41,18 @@ SPEC_FILE = "rlsweep_spec.yaml"
 SWEEP_FILE = "rlsweep.json"
 TRIAL_FILE = "rlsweep_trial.json"
 CHECKPOINT_META = "rlsweep_checkpoint.json"
+#: A checkpoint of a trial with several seeds holds the first seed's algorithm at its top (what
+#: ``load_policy`` and the ``eval`` rule read) and seed k's under ``rlsweep_seeds/<k>``.
+SEED_CHECKPOINTS = "rlsweep_seeds"
+#: ``rlsweep confirm``: the retraining on test seeds is an experiment of its own in this folder of the
+#: sweep's directory (one trial per configuration and test seed, its Tune config ``{candidate, seed}``),
+#: its plan beside it, and the result (intervals, per-seed values) in the sweep's directory.
+CONFIRMATION_DIR = "confirmation"
+CONFIRMATION_PLAN = "rlsweep_confirmation_plan.json"
+CONFIRMATION_FILE = "rlsweep_confirmation.json"
+CANDIDATE_KEY, TEST_SEED_KEY = "candidate", "seed"
+#: What a reader needs to trust and rerun a confirmed sweep, as data and as a page.
+REPRODUCIBILITY_JSON, REPRODUCIBILITY_MD = "reproducibility.json", "reproducibility.md"
 
 # --- Tune's files and keys (Ray 2.60) -------------------------------------------------------------------
 RESULT_FILE = "result.json"
@@ -68,14 +81,14 @@ def new_experiment_dir(storage: str | Path, name: str) -> Path:
     return path
 
 
-def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any], **facts: Any) -> str:
+def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any], exist_ok: bool = False, **facts: Any) -> str:
     """Make the experiment directory with the spec and the sweep's info; returns the new sweep id.
 
     Args:
         facts: What readers must know about the sweep's trials (``restores_other_trials``), kept in the
             sweep info.
     """
-    path.mkdir(parents=True, exist_ok=False)
+    path.mkdir(parents=True, exist_ok=exist_ok)
     (path / SPEC_FILE).write_text(spec_yaml)
     sweep_id = uuid.uuid4().hex
     # The spec as it ran, kept apart from the YAML file, so an edit before a resume is found and listed.
@@ -104,6 +117,54 @@ def has_tune_state(path: Path) -> bool:
     return any(path.glob(STATE_GLOB))
 
 
+# --- the confirmation on test seeds ---------------------------------------------------------------------
+
+
+def confirmation_dir(root: Path) -> Path:
+    return root / CONFIRMATION_DIR
+
+
+def write_confirmation_plan(root: Path, plan: Mapping[str, Any]) -> None:
+    confirmation_dir(root).mkdir(parents=True, exist_ok=True)
+    (confirmation_dir(root) / CONFIRMATION_PLAN).write_text(json.dumps(dict(plan), default=str, indent=1))
+
+
+def read_confirmation_plan(root: Path) -> dict[str, Any] | None:
+    try:
+        plan = json.loads((confirmation_dir(root) / CONFIRMATION_PLAN).read_text())
+    except (OSError, ValueError):
+        return None
+    return plan if isinstance(plan, dict) else None
+
+
+def write_confirmation(root: Path, result: Mapping[str, Any]) -> Path:
+    path = root / CONFIRMATION_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(result), default=str, indent=1))
+    tmp.replace(path)  # a reader never sees half a file
+    return path
+
+
+def write_reproducibility(root: Path, record: Mapping[str, Any], page: str) -> tuple[Path, Path]:
+    (root / REPRODUCIBILITY_JSON).write_text(json.dumps(dict(record), default=str, indent=1))
+    (root / REPRODUCIBILITY_MD).write_text(page)
+    return root / REPRODUCIBILITY_JSON, root / REPRODUCIBILITY_MD
+
+
+def reproducibility_files(root: Path) -> list[Path]:
+    """The record's files, where ``rlsweep confirm`` wrote them."""
+    return [p for p in (root / REPRODUCIBILITY_JSON, root / REPRODUCIBILITY_MD) if p.exists()]
+
+
+def read_confirmation(root: Path) -> dict[str, Any] | None:
+    """The confirmation's result, or None where ``rlsweep confirm`` has not finished one."""
+    try:
+        result = json.loads((root / CONFIRMATION_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
 # --- a trial: written by the trial itself ----------------------------------------------------------------
 
 
@@ -125,6 +186,11 @@ def write_checkpoint_meta(directory: str | Path, meta: Mapping[str, Any]) -> Non
     """What a checkpoint holds besides RLlib's files: ``metrics`` when it was taken, and whatever the trial
     needs to continue from it."""
     Path(directory, CHECKPOINT_META).write_text(json.dumps(dict(meta), default=str))
+
+
+def seed_checkpoint_dir(directory: str | Path, index: int) -> Path:
+    """Where seed ``index`` of a trial's seeds is saved inside one of its checkpoints."""
+    return Path(directory) if index == 0 else Path(directory, SEED_CHECKPOINTS, str(index))
 
 
 def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
@@ -189,6 +255,14 @@ class Trial:
         ran = (self.settings or {}).get("settings", {})  # every setting, the spec's config included
         seed = ran.get(SEED_PATH) if isinstance(ran, Mapping) else None
         return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+    @property
+    def seeds(self) -> list[int]:
+        """Every training seed it ran with (several with ``seeds.per_trial`` > 1), first seed first."""
+        recorded = (self.settings or {}).get("seeds")
+        if isinstance(recorded, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in recorded):
+            return list(recorded)
+        return [self.seed] if self.seed is not None else []
 
     @property
     def latest_checkpoint(self) -> CheckpointRecord | None:

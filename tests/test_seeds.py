@@ -4,12 +4,15 @@ same way on CPU; ``rlsweep reproduce`` reruns one trial from what it recorded.""
 from __future__ import annotations
 
 import copy
+import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rlsweep
+from rlsweep import store
 from rlsweep.analysis import load
 from rlsweep.cli import main
 from rlsweep.seeds import trial_seed
@@ -103,3 +106,155 @@ def test_a_seed_range_that_cannot_work_is_an_error_at_its_path(tuning):
     with pytest.raises(rlsweep.SpecError) as caught:
         rlsweep.load_spec(doc, preflight=False)
     assert caught.value.problems[0].path.startswith("seeds.tuning")
+
+
+# --- several seeds per trial -----------------------------------------------------------------------------
+
+def test_a_trials_seeds_are_distinct_in_range_and_start_with_its_single_seed():
+    from rlsweep.seeds import trial_seeds
+
+    for index in range(20):
+        seeds = trial_seeds(7, index, 10, 14, 5)
+        assert sorted(seeds) == [10, 11, 12, 13, 14]  # all five of a five-seed range, none twice
+        assert seeds[0] == trial_seed(7, index, 10, 14)
+    assert trial_seeds(7, 0, 0, 99, 3) == trial_seeds(7, 0, 0, 99, 3)
+    assert trial_seeds(7, 0, 0, 99, 3) != trial_seeds(7, 1, 0, 99, 3)
+    with pytest.raises(ValueError, match="do not fit"):
+        trial_seeds(7, 0, 0, 1, 3)
+
+
+@pytest.mark.parametrize(
+    ("how", "mode", "expected"),
+    [
+        ("mean", "max", 28.75),
+        ("median", "max", 15.0),
+        # IQM of 4 values drops the lowest and the highest: mean of 10 and 20.
+        ("iqm", "max", 15.0),
+        ("min", "max", 0.0),  # the worst seed when higher is better...
+        ("min", "min", 85.0),  # ...and when lower is better
+    ],
+)
+def test_the_aggregate_is_what_the_searcher_sees(how, mode, expected):
+    from rlsweep.seeds import aggregate
+
+    assert aggregate([20.0, 0.0, 85.0, 10.0], how, mode) == pytest.approx(expected)
+
+
+def test_iqm_weights_the_quartile_boundaries_and_nan_means_no_value_yet():
+    import math
+
+    from rlsweep.seeds import aggregate, interquartile_mean
+
+    # 5 values: a quarter is 1.25 values; scipy's trim_mean cuts whole values (1 each side): mean of 2, 3, 4.
+    assert interquartile_mean([1, 2, 3, 4, 100]) == pytest.approx(3.0)
+    assert interquartile_mean([5.0]) == 5.0
+    assert math.isnan(aggregate([1.0, math.nan], "mean", "max"))
+    with pytest.raises(ValueError, match="unknown aggregate"):
+        aggregate([1.0], "max", "max")
+
+
+@pytest.mark.parametrize(
+    ("seeds", "path", "words"),
+    [
+        ({"per_trial": 0}, "seeds.per_trial", ">= 1, got 0"),
+        ({"per_trial": 3, "tuning": [5, 6]}, "seeds.per_trial", "do not fit in seeds.tuning [5, 6]"),
+        ({"test": [50, 150]}, "seeds.test", "overlaps seeds.tuning [0, 99]"),
+        ({"aggregate": "max"}, "seeds.aggregate", "'iqm'"),
+    ],
+)
+def test_seed_settings_that_cannot_work_name_their_path(tmp_path, seeds, path, words):
+    from rlsweep.errors import SpecError
+
+    with pytest.raises(SpecError) as raised:
+        rlsweep.load_spec(seeded_doc(tmp_path, seeds=seeds), preflight=False)
+    (problem,) = raised.value.problems
+    assert problem.path == path and words in problem.message
+
+
+def test_one_fixed_seed_and_several_seeds_per_trial_conflict(tmp_path):
+    from rlsweep.errors import SpecError
+
+    doc = seeded_doc(tmp_path, seeds={"per_trial": 2})
+    doc["config"]["debugging.seed"] = 3
+    with pytest.raises(SpecError, match=r"config.debugging.seed: sets one training seed, but seeds.per_trial is 2"):
+        rlsweep.load_spec(doc, preflight=False)
+
+
+def test_asha_prunes_a_configuration_on_all_its_seeds_at_once(ray_runtime, tmp_path):
+    """Two seeds per trial under ASHA: each row reports both seeds at the same env steps and their
+    aggregate; a trial ASHA stops stops with both; the history keeps each seed's values."""
+    doc = seeded_doc(
+        tmp_path,
+        seeds={"per_trial": 2, "aggregate": "mean"},
+        scheduler={"name": "asha", "grace_env_steps": 1000, "reduction_factor": 2},
+        searcher={"name": "random", "seed": 3},
+        budget={"env_steps": 3000, "trials": 4, "max_concurrent": 2},
+        checkpoint={"every_env_steps": 1000},
+        evaluation={"episodes": 2, "every_env_steps": 1000},
+    )
+    swept = load(rlsweep.run(rlsweep.load_spec(doc), verbose=0).path)
+    trials = swept.trials
+    assert len(trials) == 4
+    for trial in trials:
+        assert len(trial.seeds) == 2 and len(set(trial.seeds)) == 2 and all(0 <= s <= 99 for s in trial.seeds)
+        for row in trial.rows:
+            # The seeds advance in lockstep: both at the row's env steps.
+            assert row["seed/0/env_steps"] == row["seed/1/env_steps"] == row["env_steps"]
+            for name in ("return_mean", "eval_return_mean"):
+                assert row[name] == pytest.approx((row[f"seed/0/{name}"] + row[f"seed/1/{name}"]) / 2)
+            assert row["episodes"] == row["seed/0/episodes"] + row["seed/1/episodes"]
+        # Each checkpoint holds both seeds' algorithms.
+        for record in trial.checkpoints:
+            assert (record.path / "rlsweep_seeds" / "1").is_dir()
+    lengths = sorted(t.env_steps for t in trials)
+    assert lengths[0] < 3000 and lengths[-1] == 3000, lengths  # ASHA stopped some trials, not all
+    history = swept.history()
+    assert {"seed/0/return_mean", "seed/1/return_mean", "seed/1/eval_return_mean"} <= set(history.columns)
+    assert history["seed/1/return_mean"].notna().all()
+    table = swept.table().set_index("trial_id")
+    assert [list(s) for s in table["seeds"]] == [t.seeds for t in trials]
+
+
+# --- confirmation on held-out seeds -----------------------------------------------------------------------
+
+def test_confirm_retrains_the_top_configurations_on_seeds_no_trial_used(ray_runtime, tmp_path, capsys):
+    doc = seeded_doc(tmp_path, budget={"env_steps": 1000, "trials": 3, "max_concurrent": 2},
+                     checkpoint={"every_env_steps": 1000}, seeds={"tuning": [0, 9], "test": [10, 19]})
+    root = rlsweep.run(rlsweep.load_spec(doc), verbose=0).path
+    capsys.readouterr()
+    assert main(["confirm", str(root), "--top", "2", "--seeds", "2", "--json"]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads(printed)  # --json prints the JSON alone (no progress lines, no Tune table)
+    swept = load(root)
+    tuning_seeds = {s for t in swept.trials for s in t.seeds}
+    assert result["test_seeds"] == [10, 11] and not tuning_seeds & set(result["test_seeds"])
+    top2 = [b.trial_id for b in swept.ranked()[:2]]
+    assert sorted(r["trial_id"] for r in result["configurations"]) == sorted(top2)
+    runs = store.read_trials(store.confirmation_dir(root), budget_env_steps=1000)
+    assert len(runs) == 4
+    for row in result["configurations"]:
+        assert row["ci_low"] <= row["iqm"] <= row["ci_high"] and row["missing"] == []
+        assert set(row["p_beats"]) == set(top2) - {row["trial_id"]}
+        tuned = next(t for t in swept.trials if t.trial_id == row["trial_id"])
+        assert row["tuning_seeds"] == tuned.seeds
+        for run in (r for r in runs if r.config["candidate"] == row["trial_id"]):
+            # Trained from scratch on its test seed with the configuration's values, scored at the budget.
+            assert run.seed == run.config["seed"] and run.env_steps == 1000
+            assert {k: v for k, v in run.settings["config"].items() if k != "debugging.seed"} == \
+                {k: v for k, v in tuned.settings["config"].items() if k != "debugging.seed"}
+            assert row["per_seed"][str(run.seed)] == run.rows[-1]["eval_return_mean"]
+    assert result["winner"] == result["configurations"][0]["trial_id"]
+    assert load(root).best("confirmed").trial_id == result["winner"]
+    # The record's command reruns the confirmation; here it resumes: nothing is retrained, the same result.
+    record = json.loads((root / store.REPRODUCIBILITY_JSON).read_text())
+    assert record["confirmation"]["incumbent"] == result["winner"] and record["seeds"]["test_used"] == [10, 11]
+    before = {r.path.name: r.raw_rows for r in runs}
+    assert main([*shlex.split(record["commands"]["confirmation"])[1:], "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in again.items() if k != "created"} == {k: v for k, v in result.items() if k != "created"}
+    after = store.read_trials(store.confirmation_dir(root), budget_env_steps=1000)
+    assert {r.path.name: r.raw_rows for r in after} == before  # no row appended: no run trained again
+    # Other settings would mix two confirmations: refused, the first one kept.
+    assert main(["confirm", str(root), "--top", "1", "--seeds", "2"]) == 2
+    assert "holds a confirmation of other configurations or seeds" in capsys.readouterr().err
+    assert store.read_confirmation(root)["winner"] == result["winner"]

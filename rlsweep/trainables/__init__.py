@@ -9,7 +9,15 @@ from rlsweep.trainables._config import (
     settings_for,
     trial_resources,
 )
-from rlsweep.trainables._loop import TrialLoop, TrialPlan, make_trainable, non_finite_losses, plan_for, train
+from rlsweep.trainables._loop import (
+    TrialLoop,
+    TrialPlan,
+    make_confirmation_trainable,
+    make_trainable,
+    non_finite_losses,
+    plan_for,
+    train,
+)
 from rlsweep.trainables._metrics import RLLIB_KEYS, MetricNormalizer
 from rlsweep.trainables._preflight import extreme_draws, resource_problems, static_problems
 from rlsweep.trainables._timing import PhaseTimer
@@ -25,6 +33,7 @@ __all__ = [
     "algorithm_names",
     "build_config",
     "extreme_draws",
+    "make_confirmation_trainable",
     "make_trainable",
     "non_finite_losses",
     "plan_for",

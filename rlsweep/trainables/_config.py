@@ -219,5 +219,13 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
 
 
 def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any]) -> Any:
-    """The placement group one trial needs: RLlib's own request for its config (env runners, learners)."""
-    return algorithm_class(spec.algorithm).default_resource_request(build_config(spec, sampled))
+    """The placement group one trial needs: RLlib's own request for its config (env runners, learners).
+    A trial with several seeds runs their algorithms in its one process (the first bundle), one after
+    the other; each seed's remote env runners and learners get bundles of their own."""
+    request = algorithm_class(spec.algorithm).default_resource_request(build_config(spec, sampled))
+    seeds = spec.seeds.per_trial
+    if seeds == 1 or len(request.bundles) == 1:
+        return request
+    from ray.tune import PlacementGroupFactory
+
+    return PlacementGroupFactory([request.bundles[0], *request.bundles[1:] * seeds], strategy=request.strategy)

@@ -3,6 +3,11 @@
 A trial starts (build the algorithm, record its settings), restores (from its own or, under PBT, another
 trial's checkpoint), then repeats: a train step, an evaluation when due, a checkpoint when due, a report of
 one result row (:func:`rlsweep.metrics.row`), until the budget.
+
+With ``seeds.per_trial`` > 1 a trial builds one algorithm per seed and steps them in lockstep, one after
+the other in its own process: each phase runs for every seed before the row is reported, so the row's
+aggregate (``seeds.aggregate``) is over the seeds at the same env steps, and the scheduler's decision
+(stop, pause, perturb) takes all of them at once.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsweep import _compat, metrics, store
 from rlsweep.errors import NonFiniteLossError, SpecError
-from rlsweep.seeds import SEED_PATH, trial_seed
+from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
@@ -59,11 +64,15 @@ def plan_for(spec: SweepSpec, scheduler_rule: CheckpointRule | None, seed_base: 
     return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate, seed_base=seed_base)
 
 
-def with_seed(spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan, index: int) -> dict[str, Any]:
-    """The trial's draw with its training seed, unless the spec sets ``debugging.seed`` itself."""
-    if SEED_PATH in spec.config or SEED_PATH in sampled:
-        return sampled
-    return {**sampled, SEED_PATH: trial_seed(plan.seed_base, index, *spec.seeds.tuning)}
+def with_seeds(spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan, index: int) -> tuple[dict[str, Any], list[int]]:
+    """The trial's draw with its (first) training seed, and all its seeds. A ``debugging.seed`` the spec
+    sets itself (in config or search_space; then ``per_trial`` is 1) is the trial's one seed."""
+    if SEED_PATH in spec.config:
+        return sampled, [spec.config[SEED_PATH]]
+    if SEED_PATH in sampled:
+        return sampled, [sampled[SEED_PATH]]
+    seeds = trial_seeds(plan.seed_base, index, *spec.seeds.tuning, spec.seeds.per_trial)
+    return {**sampled, SEED_PATH: seeds[0]}, seeds
 
 
 def _next_multiple(env_steps: int, every: int) -> int:
@@ -85,6 +94,18 @@ def non_finite_losses(result: Mapping[str, Any]) -> list[str]:
     return bad
 
 
+class SeedRun:
+    """One seed of a trial: its algorithm, its metric normalizer and phase timer, its env steps at the last
+    report."""
+
+    def __init__(self, spec: SweepSpec, sampled: dict[str, Any], seed: Any) -> None:
+        self.seed = seed
+        self.algo = build_config(spec, sampled).build_algo()
+        self.normalizer = MetricNormalizer()
+        self.timer = PhaseTimer(self.algo)
+        self.env_steps = 0
+
+
 class TrialLoop:
     """One trial's phases. :meth:`run` calls them in order."""
 
@@ -93,21 +114,25 @@ class TrialLoop:
 
         started = time.perf_counter()
         reset_peak_rss()  # the worker process may have run an earlier trial (reuse_actors)
-        sampled = with_seed(spec, sampled, plan, _compat.trial_index())
+        sampled, self.seeds = with_seeds(spec, sampled, plan, _compat.trial_index())
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
         # Before the build, so a trial whose env or config fails to build still says what it ran with.
         self.record_settings()
-        self.algo = build_config(spec, sampled).build_algo()
+        self.runs: list[SeedRun] = []
+        try:
+            for seed in self.seeds:
+                self.runs.append(SeedRun(spec, {**sampled, SEED_PATH: seed} if len(self.seeds) > 1 else sampled, seed))
+        except BaseException:
+            self.stop()
+            raise
+        self.algo = self.runs[0].algo  # the first seed's: hyperparameters are read back from it
         self.setup_time_s = time.perf_counter() - started
-        self.normalizer = MetricNormalizer()
-        self.timer = PhaseTimer(self.algo)
         self.searched = spec.search_space.paths
         self.next_checkpoint = plan.checkpoint_every
         self.next_eval = plan.eval_every or 0
         self.last_rule = 0
-        self.env_steps = 0
         self.checked_keys = False
 
     @staticmethod
@@ -120,10 +145,15 @@ class TrialLoop:
         torch.set_num_threads(max(1, int(cpus)))
 
     def record_settings(self) -> None:
-        """Write every setting the trial runs with into its folder in the experiment store."""
+        """Write every setting the trial runs with, and its seeds, into its folder in the experiment store."""
         import ray
 
-        settings = {"settings": settings_for(self.spec, self.sampled), "config": self.sampled, "ray": ray.__version__}
+        settings = {
+            "settings": settings_for(self.spec, self.sampled),
+            "config": self.sampled,
+            "seeds": self.seeds,
+            "ray": ray.__version__,
+        }
         store.write_trial_settings(_compat.write_trial_file, settings)
 
     def restore(self) -> bool:
@@ -135,12 +165,16 @@ class TrialLoop:
         if checkpoint is None:
             return False
         with checkpoint.as_directory() as directory:
-            self.algo.restore_from_path(directory)
+            for index, run in enumerate(self.runs):
+                run.algo.restore_from_path(store.seed_checkpoint_dir(directory, index))
             meta = store.read_checkpoint_meta(directory)
-        # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
-        reapply_learning_rates(self.algo)
-        self.normalizer.restore(meta.get("carried", {}))
-        restored = self.env_steps = metrics.env_steps(meta["metrics"])
+        carried = meta.get("carried_by_seed") or [meta.get("carried", {})]
+        restored = metrics.env_steps(meta["metrics"])
+        for run, state in zip(self.runs, carried):
+            # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
+            reapply_learning_rates(run.algo)
+            run.normalizer.restore(state)
+            run.env_steps = restored
         if restored >= self.spec.budget.env_steps:
             # Nothing is left to train: the trial ends at the budget with the metrics it copied.
             tune.report({**meta["metrics"], **in_effect_row(self.algo, self.searched)})
@@ -150,47 +184,92 @@ class TrialLoop:
         self.last_rule = meta.get("rule_env_steps", restored)
         return False
 
-    def train_step(self) -> tuple[dict[str, Any], dict[str, float]]:
-        """One ``algo.train()``, timed; returns RLlib's result and the hyperparameters it started with."""
+    def train_step(self) -> tuple[list[dict[str, Any]], dict[str, float]]:
+        """One ``algo.train()`` per seed, each timed; returns RLlib's results and the hyperparameters the
+        first seed started with."""
         hyperparams = in_effect(self.algo, self.searched)  # read before: the values its first update uses
-        with self.timer.iteration():
-            result = self.algo.train()
-        if losses := non_finite_losses(result):
-            raise NonFiniteLossError(
-                f"non-finite loss at {lifetime_env_steps(result)} env steps: {', '.join(losses)}; the trial is retried "
-                f"from its latest checkpoint up to failure.max_retries={self.spec.failure.max_retries} times"
-            )
-        return result, hyperparams
+        results = []
+        for run in self.runs:
+            with run.timer.iteration():
+                result = run.algo.train()
+            if losses := non_finite_losses(result):
+                which = f" (seed {run.seed})" if len(self.runs) > 1 else ""
+                raise NonFiniteLossError(
+                    f"non-finite loss at {lifetime_env_steps(result)} env steps{which}: {', '.join(losses)}; the trial "
+                    f"is retried from its latest checkpoint up to failure.max_retries={self.spec.failure.max_retries} times"
+                )
+            results.append(result)
+        return results, hyperparams
 
-    def evaluate(self, result: dict[str, Any], env_steps: int, done: bool) -> float | None:
-        """Greedy episodes on RLlib's evaluation runner when due; returns the seconds it took (reported as
-        ``eval_time_s``, outside the iteration's timing split), or None without an evaluation section."""
+    def evaluate(self, results: list[dict[str, Any]], env_steps: int, done: bool) -> float | None:
+        """Greedy episodes on RLlib's evaluation runner of each seed when due; returns the seconds it took
+        (reported as ``eval_time_s``, outside the iteration's timing split), or None without an evaluation
+        section."""
         if self.plan.eval_every is None:
             return None
         if not (env_steps >= self.next_eval or done):
             return 0.0
         start = time.perf_counter()
-        result["evaluation"] = self.algo.evaluate()
+        for run, result in zip(self.runs, results):
+            result["evaluation"] = run.algo.evaluate()
         self.next_eval = _next_multiple(env_steps, self.plan.eval_every)
         return time.perf_counter() - start
 
-    def row(self, result: Mapping[str, Any], hyperparams: Mapping[str, float], eval_time: float | None) -> dict[str, Any]:
-        """The reported row: normalized metrics, timing split, memory, hyperparameters, RLlib's keys."""
-        normalized = self.normalizer(result, evaluation=eval_time is not None)
-        normalized.update(self.timer.last)
+    def row(self, results: list[Mapping[str, Any]], hyperparams: Mapping[str, float], eval_time: float | None) -> dict[str, Any]:
+        """The reported row: normalized metrics (over several seeds, their aggregate and each seed's),
+        timing split, memory, hyperparameters, RLlib's keys."""
+        per_seed = []
+        sampled = 0
+        for run, result in zip(self.runs, results):
+            normalized = run.normalizer(result, evaluation=eval_time is not None)
+            normalized.update(run.timer.last)
+            normalized["time_total_s"] = result.get("time_total_s", 0.0)
+            sampled += normalized[metrics.ENV_STEPS] - run.env_steps
+            run.env_steps = normalized[metrics.ENV_STEPS]
+            per_seed.append(normalized)
+        rllib = rllib_section(results[0])
+        if len(per_seed) == 1:
+            normalized = per_seed[0]
+        else:
+            normalized = self._combined(per_seed)
+            rllib.update(self._combined_rllib(results))
         if eval_time is not None:
             normalized["eval_time_s"] = eval_time
-        sampled = normalized[metrics.ENV_STEPS] - self.env_steps
-        self.env_steps = normalized[metrics.ENV_STEPS]
         normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
-        normalized["peak_memory_mb"] = trial_peak_memory_mb(self.algo)
-        normalized["time_total_s"] = result.get("time_total_s", 0.0)
+        normalized["peak_memory_mb"] = trial_peak_memory_mb(*(run.algo for run in self.runs))
         normalized["setup_time_s"] = self.setup_time_s
-        row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib_section(result), node_id=self.node_id)
+        row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib, node_id=self.node_id)
         if not self.checked_keys:
             self._check_reported_keys(row)
             self.checked_keys = True
         return row
+
+    def _combined(self, per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+        """One row from the seeds' rows: what they learned aggregated, times added up, the common clock."""
+        how, mode = self.spec.seeds.aggregate, self.spec.metric.mode
+        combined = dict(per_seed[0])
+        for name in metrics.AGGREGATED_OVER_SEEDS:
+            if name in combined:
+                combined[name] = aggregate([float(p[name]) for p in per_seed], how, mode)
+        for name in metrics.SUMMED_OVER_SEEDS:
+            if name in combined:
+                combined[name] = sum(p[name] for p in per_seed)
+        combined["episodes"] = sum(p["episodes"] for p in per_seed)
+        combined[metrics.ENV_STEPS] = min(p[metrics.ENV_STEPS] for p in per_seed)
+        for index, values in enumerate(per_seed):
+            combined.update({metrics.per_seed_key(index, n): values[n] for n in metrics.PER_SEED_METRICS if n in values})
+        return combined
+
+    def _combined_rllib(self, results: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """The RLlib keys the spec optimizes or stops on, aggregated over the seeds like rlsweep's own."""
+        how, mode = self.spec.seeds.aggregate, self.spec.metric.mode
+        sections = [rllib_section(result) for result in results]
+        combined = {}
+        for name in (self.spec.metric.name, *self.spec.stop):
+            key = name.removeprefix(metrics.RLLIB_PREFIX)
+            if name.startswith(metrics.RLLIB_PREFIX) and all(key in section for section in sections):
+                combined[key] = aggregate([float(section[key]) for section in sections], how, mode)
+        return combined
 
     def checkpoint_due(self, env_steps: int, done: bool) -> bool:
         rule = self.plan.scheduler_rule
@@ -203,18 +282,26 @@ class TrialLoop:
         return False
 
     def report(self, row: dict[str, Any], *, checkpoint: bool) -> None:
-        """Hand Tune the row, with a checkpoint of the algorithm when one is due."""
+        """Hand Tune the row, with a checkpoint of every seed's algorithm when one is due."""
         from ray import tune
 
         if not checkpoint:
             tune.report(row)
             return
         with tempfile.TemporaryDirectory(prefix="rlsweep-ckpt-") as directory:
-            self.algo.save_to_path(directory)
+            for index, run in enumerate(self.runs):
+                run.algo.save_to_path(store.seed_checkpoint_dir(directory, index))
             normalized = {k: v for k, v in row.items() if k in metrics.NORMALIZED_METRICS}
             store.write_checkpoint_meta(
                 directory,
-                {"metrics": normalized, "carried": self.normalizer.state(), "config": self.sampled, "rule_env_steps": self.last_rule},
+                {
+                    "metrics": normalized,
+                    "carried": self.runs[0].normalizer.state(),
+                    "carried_by_seed": [run.normalizer.state() for run in self.runs],
+                    "seeds": self.seeds,
+                    "config": self.sampled,
+                    "rule_env_steps": self.last_rule,
+                },
             )
             tune.report(row, checkpoint=tune.Checkpoint.from_directory(directory))
 
@@ -223,15 +310,19 @@ class TrialLoop:
             if self.restore():
                 return
             while True:
-                result, hyperparams = self.train_step()
-                env_steps = lifetime_env_steps(result)
+                results, hyperparams = self.train_step()
+                env_steps = min(lifetime_env_steps(result) for result in results)
                 done = env_steps >= self.spec.budget.env_steps
-                eval_time = self.evaluate(result, env_steps, done)
-                self.report(self.row(result, hyperparams, eval_time), checkpoint=self.checkpoint_due(env_steps, done))
+                eval_time = self.evaluate(results, env_steps, done)
+                self.report(self.row(results, hyperparams, eval_time), checkpoint=self.checkpoint_due(env_steps, done))
                 if done:
                     return
         finally:
-            self.algo.stop()
+            self.stop()
+
+    def stop(self) -> None:
+        for run in getattr(self, "runs", []):
+            run.algo.stop()
 
     def _check_reported_keys(self, reported: Mapping[str, Any]) -> None:
         keys = [self.spec.metric.name, *self.spec.stop]
@@ -257,6 +348,22 @@ def train(sampled: dict[str, Any], spec: SweepSpec, plan: TrialPlan) -> None:
     TrialLoop(spec, sampled, plan).run()
 
 
+def train_candidate(chosen: dict[str, Any], spec: SweepSpec, plan: TrialPlan, configs: Mapping[str, dict[str, Any]]) -> None:
+    """Tune function trainable of a confirmation: ``chosen`` names a configuration (a tuning trial's id)
+    and a test seed; the trial trains that configuration from scratch on that seed."""
+    sampled = {**configs[chosen[store.CANDIDATE_KEY]], SEED_PATH: chosen[store.TEST_SEED_KEY]}
+    TrialLoop(spec, sampled, plan).run()
+
+
+def make_confirmation_trainable(spec: SweepSpec, plan: TrialPlan, configs: Mapping[str, dict[str, Any]]) -> Any:
+    """The trainable of ``rlsweep confirm``: ``configs`` maps each tuning trial's id to its draw."""
+    from ray import tune
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    trainable = tune.with_parameters(train_candidate, spec=spec, plan=plan, configs=dict(configs))
+    return tune.with_resources(trainable, lambda chosen: trial_resources(spec, configs[chosen[store.CANDIDATE_KEY]]))
+
+
 def make_trainable(spec: SweepSpec, plan: TrialPlan) -> Any:
     """The trainable handed to ``tune.Tuner``, carrying the spec and asking for each trial's resources."""
     from ray import tune
@@ -266,4 +373,14 @@ def make_trainable(spec: SweepSpec, plan: TrialPlan) -> Any:
     return tune.with_resources(trainable, lambda sampled: trial_resources(spec, sampled))
 
 
-__all__ = ["DEFAULT_CHECKPOINTS_PER_TRIAL", "TrialLoop", "TrialPlan", "make_trainable", "plan_for", "train"]
+__all__ = [
+    "DEFAULT_CHECKPOINTS_PER_TRIAL",
+    "SeedRun",
+    "TrialLoop",
+    "TrialPlan",
+    "make_confirmation_trainable",
+    "make_trainable",
+    "plan_for",
+    "train",
+    "train_candidate",
+]

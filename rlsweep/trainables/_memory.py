@@ -34,15 +34,17 @@ def peak_rss_mb(*_: Any) -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def trial_peak_memory_mb(algo: Any) -> float:
-    """Sum of the peak resident sets of every process the trial runs in. Summing peaks is an upper bound
-    on the trial's simultaneous peak: what a node must have free for it."""
+def trial_peak_memory_mb(*algos: Any) -> float:
+    """Sum of the peak resident sets of every process the trial runs in (its own, and each algorithm's
+    remote env runners and learners: a trial with several seeds holds one algorithm per seed). Summing
+    peaks is an upper bound on the trial's simultaneous peak: what a node must have free for it."""
     total = peak_rss_mb()
-    for name in ("env_runner_group", "eval_env_runner_group"):
-        group = getattr(algo, name, None)
-        if group is not None and group.num_remote_env_runners() > 0:
-            total += sum(group.foreach_env_runner(peak_rss_mb, local_env_runner=False))
-    learners = getattr(algo, "learner_group", None)
-    if learners is not None and not learners.is_local:
-        total += sum(r.get() for r in learners.foreach_learner(peak_rss_mb) if r.ok)
+    for algo in algos:
+        for name in ("env_runner_group", "eval_env_runner_group"):
+            group = getattr(algo, name, None)
+            if group is not None and group.num_remote_env_runners() > 0:
+                total += sum(group.foreach_env_runner(peak_rss_mb, local_env_runner=False))
+        learners = getattr(algo, "learner_group", None)
+        if learners is not None and not learners.is_local:
+            total += sum(r.get() for r in learners.foreach_learner(peak_rss_mb) if r.ok)
     return total

@@ -19,6 +19,7 @@ from rlsweep.spec import SweepSpec
 from rlsweep.validate import load_spec
 
 if TYPE_CHECKING:
+    from rlsweep.analysis import Sweep
     from rlsweep.api import SweepResult
     from rlsweep.policy import Policy
 
@@ -35,6 +36,8 @@ __all__ = [
     "SweepSpec",
     "TrialError",
     "UsageError",
+    "confirm",
+    "load",
     "load_policy",
     "load_spec",
     "reproduce",
@@ -72,6 +75,21 @@ def sample(spec: SweepSpec, n: int, **kwargs: Any) -> list[dict[str, Any]]:
     from rlsweep.api import sample as _sample
 
     return _sample(spec, n, **kwargs)
+
+
+def load(path: Any) -> Sweep:
+    """An experiment directory read back: tables, best trials, confirmation, export; see
+    :func:`rlsweep.analysis.load` (through here, ``confirm()`` can retrain on Ray)."""
+    from rlsweep.api import load as _load
+
+    return _load(path)
+
+
+def confirm(path: Any, top: int = 3, seeds: int = 5, **kwargs: Any) -> dict[str, Any]:
+    """Retrain the top configurations on held-out seeds and measure them; see :func:`rlsweep.api.confirm`."""
+    from rlsweep.api import confirm as _confirm
+
+    return _confirm(path, top, seeds, **kwargs)
 
 
 def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:

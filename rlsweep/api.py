@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from rlsweep import sweep
-from rlsweep.analysis import Best, load, live_logger
+from rlsweep.analysis import Best, load, live_logger, set_retrainer
 from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
 from rlsweep.spec import SweepSpec
 
 log = logging.getLogger("rlsweep")
+
+# ``load(DIR).confirm()`` retrains through the sweep stage, which the analysis does not import.
+set_retrainer(sweep.run_confirmation)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,21 @@ def reproduce(path: str | Path, trial_id: str, *, storage: str | None = None, ve
     """
     spec = sweep.reproduction_spec(path, trial_id)
     return run(spec, storage=storage, verbose=verbose)
+
+
+def confirm(
+    path: str | Path,
+    top: int = 3,
+    seeds: int = 5,
+    *,
+    rule: str = "avg-last-3",
+    trials: tuple[str, ...] = (),
+    address: str | None = None,
+    verbose: int = 1,
+) -> dict[str, Any]:
+    """Retrain the sweep's top configurations on held-out test seeds and measure them: see
+    :meth:`rlsweep.analysis.Sweep.confirm`."""
+    return load(path).confirm(top, seeds, rule=rule, trials=trials, address=address, verbose=verbose)
 
 
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import signal
@@ -180,6 +181,35 @@ def _evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _confirm(args: argparse.Namespace) -> int:
+    import rlsweep
+
+    rule = _rule(args.rule)
+    _load(args.dir)  # a clear error for a directory that holds no sweep
+    # With --json, stdout holds the JSON alone: what Tune prints while training goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        result = rlsweep.load(args.dir).confirm(
+            args.top, args.seeds, rule=rule, trials=tuple(args.trial or ()), address=args.address, verbose=0 if args.json else 1
+        )
+    incomplete = any(row["missing"] for row in result["configurations"])
+    if args.json:
+        print(json.dumps(_json_safe(result)))
+        return EXIT_ERROR if incomplete else EXIT_OK
+    print(f"\n{result['metric']} at the budget ({result['episodes']} greedy episodes), on test seeds "
+          f"{result['test_seeds']}; IQM with a {result['confidence']:.0%} bootstrap interval:")
+    for row in result["configurations"]:
+        mark = "  winner" if row["trial_id"] == result["winner"] else "  tie: interval overlaps the winner's" if row["tie_with_winner"] else ""
+        print(f"{row['rank']}. {row['trial_id']}  IQM {row['iqm']:.4g}  [{row['ci_low']:.4g}, {row['ci_high']:.4g}]  "
+              f"(tuning: {row['tuning_value']:.4g}){mark}")
+        print("   per seed: " + ", ".join(f"{seed}: {value:.4g}" for seed, value in row["per_seed"].items()))
+        if row["p_beats"]:
+            print("   P(beats): " + ", ".join(f"{other} {p:.2f}" for other, p in row["p_beats"].items()))
+        for why in row["missing"]:
+            print(f"   missing {why}", file=sys.stderr)
+    print(f"\nstored in {Path(args.dir).expanduser().resolve()}; `rlsweep best {args.dir} --rule confirmed` uses it")
+    return EXIT_ERROR if incomplete else EXIT_OK
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     import rlsweep
 
@@ -285,6 +315,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trial", help="the trial's id (or a unique prefix of it), as `rlsweep status` lists it")
     p.add_argument("--storage", help="where the new experiment directory goes (default: the spec's storage)")
     p.set_defaults(handler=_reproduce)
+
+    p = commands.add_parser(
+        "confirm", help="retrain the top configurations on held-out test seeds: IQM, 95%% interval, ties"
+    )
+    p.add_argument("dir", help="the sweep's experiment directory")
+    p.add_argument("--top", type=int, default=3, help="how many configurations, best first under --rule (default 3)")
+    p.add_argument("--seeds", type=int, default=5, help="test seeds per configuration, the first of seeds.test (default 5)")
+    p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
+    p.add_argument("--trial", action="append", help="confirm this trial (repeatable) instead of the top ones")
+    p.add_argument("--address", help="join this Ray cluster instead of starting a local runtime")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_confirm)
 
     p = commands.add_parser("status", help="trials, states and the best so far")
     p.add_argument("dir")

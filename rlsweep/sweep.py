@@ -25,7 +25,7 @@ from rlsweep.seeds import seed_base
 from rlsweep.schedulers import SCHEDULERS, checkpoint_keep, restores_other_trials, search_request
 from rlsweep.search_spaces import SEARCHERS
 from rlsweep.spec import SweepSpec, read_document
-from rlsweep.trainables import make_trainable, plan_for, resource_problems, settings_for
+from rlsweep.trainables import make_confirmation_trainable, make_trainable, plan_for, resource_problems, settings_for
 from rlsweep.validate import load_spec
 
 log = logging.getLogger("rlsweep")
@@ -285,3 +285,87 @@ def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
     )
     spec["budget"] = {**spec["budget"], "trials": 1, "max_concurrent": 1}
     return load_spec(spec)
+
+
+def run_confirmation(
+    root: str | Path,
+    document: dict[str, Any],
+    plan: dict[str, Any],
+    *,
+    address: str | None = None,
+    verbose: int = 1,
+) -> tuple[Path, int]:
+    """Retrain configurations on test seeds (``rlsweep confirm``): one trial per configuration in
+    ``plan["candidates"]`` and seed in ``plan["test_seeds"]``, the draw ``plan["configs"][candidate]``
+    trained on that seed (its Tune config is ``{candidate, seed}``), under
+    ``document`` (the confirmation's spec), into the ``confirmation`` folder of the sweep at ``root``.
+
+    Run again with the same plan, it resumes: finished runs are kept, unfinished and errored ones continue
+    from their latest checkpoint. With another plan it refuses, so no finished run is lost.
+
+    Returns:
+        The confirmation's experiment directory and how many of its trials errored.
+
+    Raises:
+        UsageError: a confirmation with another plan is already in the directory.
+        IncompatibleError: a trial cannot fit the cluster.
+    """
+    from ray import tune
+
+    root = Path(root).expanduser().resolve()
+    path = store.confirmation_dir(root)
+    spec = load_spec(document, preflight=False)
+    recorded = store.read_confirmation_plan(root)
+    canonical = lambda value: json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)  # noqa: E731
+    if recorded is not None and canonical(recorded) != canonical(plan):
+        raise UsageError(
+            f"{path} holds a confirmation of other configurations or seeds ({recorded.get('candidates')} on "
+            f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
+            "DIR",
+        )
+    cluster_cpus = ensure_ray(spec, address)
+    problems, trial_cpus = resource_problems(spec, cluster_cpus)
+    if problems:
+        raise IncompatibleError(problems)
+    plan_ = plan_for(spec, None, 0)
+    trainable = make_confirmation_trainable(spec, plan_, plan["configs"])
+    if store.has_tune_state(path):
+        tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
+        grid = tuner.fit()
+        return path, sum(1 for r in grid if r.error is not None)
+    if not (path / store.SWEEP_FILE).exists():
+        path.mkdir(parents=True, exist_ok=True)
+        store.create_experiment(
+            path, spec_yaml=yaml.safe_dump(document, sort_keys=False), document=document, exist_ok=True,
+            searcher="given", scheduler="fifo", restores_other_trials=False,
+        )
+    store.write_confirmation_plan(root, plan)
+    if verbose:
+        _say(f"confirming {len(plan['configs'])} configuration(s) on test seeds {plan['test_seeds']}: {len(plan['candidates']) * len(plan['test_seeds'])} runs "
+             f"of {spec.budget.env_steps} env steps, into {path}")
+    from ray.tune.search import BasicVariantGenerator
+
+    tuner = tune.Tuner(
+        trainable,
+        param_space={
+            store.CANDIDATE_KEY: tune.grid_search(list(plan["candidates"])),
+            store.TEST_SEED_KEY: tune.grid_search(list(plan["test_seeds"])),
+        },
+        tune_config=tune.TuneConfig(
+            search_alg=BasicVariantGenerator(
+                max_concurrent=_default_concurrency(spec, cluster_cpus, trial_cpus), random_state=0
+            ),
+            num_samples=1,
+            reuse_actors=spec.ray.reuse_actors,
+        ),
+        run_config=tune.RunConfig(
+            name=path.name,
+            storage_path=str(path.parent),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
+            verbose=0,
+            callbacks=[_progress_callback(spec)] if verbose else [],
+        ),
+    )
+    grid = tuner.fit()
+    return path, sum(1 for r in grid if r.error is not None)

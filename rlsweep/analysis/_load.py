@@ -5,15 +5,27 @@ sweep is still writing; needs no Ray runtime."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rlsweep import store
+from rlsweep.analysis._confirm import (
+    DEFAULT_SEEDS,
+    DEFAULT_TOP,
+    ConfirmationPlan,
+    confirmation_document,
+    plan_confirmation,
+    scores_from,
+    summarize,
+)
+from rlsweep.analysis._record import markdown as reproducibility_page
+from rlsweep.analysis._record import record as reproducibility_record
 from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, EVAL_CANDIDATES, EVAL_EPISODES, Best, SelectionRule
-from rlsweep.errors import SpecError, SweepError
-from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, env_steps
+from rlsweep.errors import SpecError, SweepError, UsageError
+from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, PER_SEED_PREFIX, env_steps
 from rlsweep.spec import SweepSpec, parse_spec, parse_yaml
 from rlsweep.store import CheckpointRecord, Trial
 
@@ -63,7 +75,8 @@ class Sweep:
         return any(t.rows for t in self.trials)
 
     def table(self) -> Any:
-        """One row per trial: id, state, config columns, training seed, final and best metric, env steps, error."""
+        """One row per trial: id, state, config columns, training seed (and all its seeds with
+        ``seeds.per_trial`` > 1), final and best metric, env steps, error."""
         import pandas as pd
 
         metric, mode = self.spec.metric.name, self.spec.metric.mode
@@ -73,6 +86,8 @@ class Sweep:
             record: dict[str, Any] = {"trial_id": trial.trial_id, "state": trial.state}
             record.update({f"config/{k}": v for k, v in trial.config.items()})
             record["seed"] = trial.seed
+            if self.spec.seeds.per_trial > 1:
+                record["seeds"] = trial.seeds
             record[metric] = values[-1] if values else math.nan
             record[f"{metric}_best"] = (max(values) if mode == "max" else min(values)) if values else math.nan
             record["env_steps"] = trial.env_steps
@@ -83,12 +98,17 @@ class Sweep:
         return pd.DataFrame.from_records(records)
 
     def history(self) -> Any:
-        """One row per reported iteration of every trial: the normalized metrics and ``hp/...`` values."""
+        """One row per reported iteration of every trial: the normalized metrics, each seed's values
+        (``seed/<k>/<name>``, with ``seeds.per_trial`` > 1) and ``hp/...`` values."""
         import pandas as pd
 
         # Plus the hyperparameters read back from the learner (hp/...): under PBT they change per row.
         hyperparams = sorted({k for t in self.trials for row in t.rows for k in row if k.startswith(HP_PREFIX)})
-        columns = ["trial_id", *NORMALIZED_METRICS, *hyperparams]
+        per_seed = sorted(
+            {k for t in self.trials for row in t.rows for k in row if k.startswith(PER_SEED_PREFIX)},
+            key=lambda k: (int(k.split("/")[1]), k),
+        )
+        columns = ["trial_id", *NORMALIZED_METRICS, *per_seed, *hyperparams]
         records = [
             {"trial_id": t.trial_id, **{k: row.get(k) for k in columns[1:]}} for t in self.trials for row in t.rows
         ]
@@ -116,6 +136,8 @@ class Sweep:
         rule = SelectionRule.parse(rule)
         if rule.kind == "eval":
             return self._ranked_by_evaluation()
+        if rule.kind == "confirmed":
+            return self._ranked_by_confirmation()
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
         # A trial that ended in an error (out of retries, a NaN loss) is no candidate: its last
@@ -147,6 +169,70 @@ class Sweep:
             )
             for row in table.itertuples()
         ]
+
+    def _ranked_by_confirmation(self) -> list[Best]:
+        result = self.confirmation()
+        if result is None:
+            raise UsageError(f"{self.path} has no confirmation yet; run `rlsweep confirm {self.path}` first", "--rule")
+        by_id = {t.trial_id: t for t in self.trials}
+        return [
+            replace(
+                self._with_checkpoint(by_id[row["trial_id"]], row["iqm"], DEFAULT_RULE),
+                metric=str(result["metric"]),
+                mode="max",
+                rule="confirmed",
+                value=float(row["iqm"]),
+            )
+            for row in result["configurations"]
+            if row["trial_id"] in by_id and row.get("iqm") is not None and not math.isnan(float(row["iqm"]))
+        ]
+
+    def confirmation(self) -> dict[str, Any] | None:
+        """What ``rlsweep confirm`` measured on held-out seeds (the JSON it printed), or None before it ran."""
+        return store.read_confirmation(self.path)
+
+    def confirm(
+        self,
+        top: int = DEFAULT_TOP,
+        seeds: int = DEFAULT_SEEDS,
+        *,
+        rule: str | SelectionRule = DEFAULT_RULE,
+        trials: Sequence[str] = (),
+        address: str | None = None,
+        verbose: int = 1,
+    ) -> dict[str, Any]:
+        """Retrain the top ``top`` configurations (under ``rule``; or the ``trials`` named) from scratch for the
+        full budget on ``seeds`` held-out test seeds (the first of ``seeds.test``), concurrently on the Ray
+        runtime or cluster, and score each by the IQM of its final greedy evaluation, with a 95% bootstrap
+        interval, each seed's value and the probability of beating each other configuration. The result is
+        stored in the directory (``best(rule="confirmed")`` uses it) with the reproducibility record
+        (``reproducibility.json`` and ``.md``: spec, strategy, budgets, seeds, the answer with its intervals,
+        package versions, machine, the commands that rerun it; the MLflow export attaches both), and returned. Run again with the same
+        arguments it resumes; finished runs are not redone.
+
+        Raises:
+            UsageError: nothing to confirm, ``top`` beyond the finished trials, a named trial that errored, a
+                test seed a trial trained with, or a confirmation of other settings already in the directory.
+            SweepError: no configuration finished on two test seeds (the errors are listed; rerun to retry).
+        """
+        if _RETRAIN is None:
+            raise SweepError("confirm() retrains through rlsweep's sweep stage: load the directory with rlsweep.load(DIR)")
+        plan = plan_confirmation(self, top=top, seeds=seeds, rule=SelectionRule.parse(rule), trials=trials)
+        document = confirmation_document(self.info.get("spec") or self.spec.document, plan)
+        path, _ = _RETRAIN(self.path, document, plan.to_dict(), address=address, verbose=verbose)
+        budget = int(document["budget"]["env_steps"])
+        scores, missing = scores_from(store.read_trials(path, budget_env_steps=budget), plan, budget)
+        result = summarize(plan, scores, missing=missing)
+        if result["winner"] is None:
+            lines = "; ".join(f"{c}: {', '.join(m)}" for c, m in missing.items() if m)
+            raise SweepError(f"no configuration has a final evaluation on two test seeds ({lines}); the runs are kept "
+                             f"in {path}: rerun the same command to continue them")
+        result["command"] = confirm_command(self.path, plan, top=top if not trials else None)
+        result["created"] = time.time()
+        store.write_confirmation(self.path, result)
+        rec = reproducibility_record(self, result)
+        store.write_reproducibility(self.path, rec, reproducibility_page(rec))
+        return result
 
     def _with_checkpoint(self, trial: Trial, value: float, rule: SelectionRule) -> Best:
         metric, mode = self.spec.metric.name, self.spec.metric.mode
@@ -198,6 +284,22 @@ class Sweep:
         from rlsweep.analysis._mlflow import export
 
         return export(self, tracking_uri=tracking_uri, experiment=experiment)
+
+
+#: How a confirmation retrains: :func:`rlsweep.sweep.run_confirmation`, handed over by :mod:`rlsweep.api` as
+#: it is imported (the analysis never imports the sweep stage; it asks it to retrain).
+_RETRAIN: Any = None
+
+
+def set_retrainer(retrain: Any) -> None:
+    global _RETRAIN
+    _RETRAIN = retrain
+
+
+def confirm_command(path: Path, plan: ConfirmationPlan, *, top: int | None) -> str:
+    """The command that reruns (or resumes) this confirmation."""
+    chosen = f"--top {top}" if top is not None else " ".join(f"--trial {c}" for c in plan.candidates)
+    return f"rlsweep confirm {path} {chosen} --seeds {len(plan.test_seeds)} --rule {plan.rule}"
 
 
 def load(path: str | Path) -> Sweep:

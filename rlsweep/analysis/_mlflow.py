@@ -8,6 +8,7 @@ Every write is a ``log_batch`` (MLflow's per-call ``log_metric`` is one request 
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -50,10 +51,12 @@ def _param_value(value: Any) -> str:
 
 def trial_params(settings: Mapping[str, Any] | None, config: Mapping[str, Any]) -> dict[str, Any]:
     """A trial's params: every setting it ran with as the trial recorded it (rlsweep's defaults, what an
-    iteration is, ``config``, the draw), so nothing that shaped the run is hidden in a default; the draw
-    alone for a trial that recorded none."""
+    iteration is, ``config``, the draw, and its seeds when it trained several), so nothing that shaped the
+    run is hidden in a default; the draw alone for a trial that recorded none."""
     recorded = (settings or {}).get("settings", {})
-    return {**recorded, **config}
+    seeds = (settings or {}).get("seeds")
+    several = {"seeds": seeds} if isinstance(seeds, list) and len(seeds) > 1 else {}
+    return {**recorded, **config, **several}
 
 
 def param_entities(params: Mapping[str, Any]) -> list[Any]:
@@ -207,6 +210,48 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
         client.set_tag(parent_id, BEST_ARTIFACT_TAG, str(best.checkpoint))
 
 
+def _log_confirmation(client: MlflowClient, experiment: str, parent_id: str, sweep: SweepView, result: Mapping[str, Any]) -> None:
+    """A child run per confirmed configuration (its values per test seed, IQM and interval), and on the
+    parent the incumbent, the confirmation plot and the reproducibility record."""
+    from mlflow.entities import Metric, RunTag
+
+    from rlsweep.analysis._plots import confirmation_plot
+
+    query = f"tags.`{SWEEP_TAG}` = '{sweep.sweep_id}' and tags.`{KIND_TAG}` = 'confirmation'"
+    logged = {run.data.tags.get(TRIAL_TAG) for run in _search_all(client, experiment, query)}
+    stamp = int(float(result.get("created", 0)) * 1000)
+    for row in result["configurations"]:
+        if row["trial_id"] in logged:
+            continue  # the export is idempotent: a confirmation is logged once
+        run = client.create_run(
+            experiment,
+            run_name=f"confirm-{row['trial_id']}",
+            tags={SWEEP_TAG: sweep.sweep_id, TRIAL_TAG: row["trial_id"], PARENT_TAG: parent_id, KIND_TAG: "confirmation"},
+        )
+        values = {k: row[k] for k in ("iqm", "ci_low", "ci_high", "tuning_value", "rank")}
+        values.update({f"p_beats/{other}": p for other, p in row["p_beats"].items()})
+        points = [Metric(k, float(v), stamp, 0) for k, v in values.items() if isinstance(v, (int, float)) and math.isfinite(v)]
+        # Each test seed's final evaluation, with the seed as the step: one point per seed.
+        points += [Metric(str(result["metric"]), float(v), stamp, int(seed)) for seed, v in row["per_seed"].items()]
+        params = param_entities({**row["config"], "test_seeds": result["test_seeds"], "rlsweep.tie_with_winner": row["tie_with_winner"]})
+        client.log_batch(run.info.run_id, metrics=points, params=params, synchronous=True)
+        client.set_terminated(run.info.run_id, status="FAILED" if row["missing"] else "FINISHED")
+    incumbent = result["configurations"][0] if result["configurations"] else None
+    if incumbent is not None:
+        client.log_batch(
+            parent_id,
+            metrics=[Metric(f"confirmed_{result['metric']}_iqm", float(incumbent["iqm"]), stamp, 0)],
+            tags=[RunTag("rlsweep.confirmed_trial_id", incumbent["trial_id"]), RunTag("rlsweep.confirmed_ties", ",".join(result["ties"]))],
+        )
+    with tempfile.TemporaryDirectory() as directory:
+        plots = Path(directory, "plots")
+        plots.mkdir()
+        confirmation_plot(result, plots / "confirmation.png")
+        client.log_artifacts(parent_id, str(plots), artifact_path="plots")
+    for path in store.reproducibility_files(sweep.path):
+        client.log_artifact(parent_id, str(path))
+
+
 def _trial_start_ms(trial: Any) -> int | None:
     """When the trial started: its first report's time less the wall time it had run by then."""
     if not trial.rows:
@@ -276,6 +321,9 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str
 
     if sweep.has_results():
         _log_best(client, parent_id, sweep)
+    confirmation = sweep.confirmation()
+    if confirmation is not None:
+        _log_confirmation(client, experiment_, parent_id, sweep, confirmation)
     if all_finished:
         client.set_terminated(parent_id, status="FINISHED")
     return parent_id

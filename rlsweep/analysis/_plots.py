@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -163,3 +164,29 @@ def save_plots(sweep: SweepView, directory: Path) -> list[Path]:
         parallel_coordinates(sweep, directory / PLOTS[1]),
         importance_plot(sweep, directory / PLOTS[2]),
     ]
+
+
+def confirmation_plot(result: Mapping[str, Any], path: Path) -> Path:
+    """Each confirmed configuration's test-seed scores (dots), their IQM (a bar) and its 95% interval."""
+    plt = _pyplot()
+    rows = result["configurations"]
+    figure, axes = plt.subplots(figsize=(max(5, 1.6 * len(rows) + 2), 4.5))
+    for x, row in enumerate(rows):
+        values = list(row["per_seed"].values())
+        axes.scatter([x] * len(values), values, s=18, alpha=0.6, color="tab:blue", zorder=3)
+        if not math.isnan(row["iqm"]):
+            color = "tab:red" if row["trial_id"] == result["winner"] else "tab:orange" if row["tie_with_winner"] else "tab:gray"
+            axes.errorbar(
+                x, row["iqm"], yerr=[[row["iqm"] - row["ci_low"]], [row["ci_high"] - row["iqm"]]],
+                fmt="_", markersize=22, capsize=6, color=color, zorder=4,
+            )
+    axes.set_xticks(range(len(rows)), [r["trial_id"] for r in rows], rotation=20, fontsize=8)
+    axes.set_ylabel(f"{result['metric']} at the budget")
+    axes.set_title(
+        f"test seeds {result['test_seeds']}: IQM and 95% interval (red: winner, orange: tie)", fontsize=9
+    )
+    axes.grid(alpha=0.3, axis="y")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path

@@ -14,18 +14,19 @@ from rlsweep.errors import UsageError
 
 RULE_HELP = (
     "last | max | avg-last-N (mean of the last N reports; default avg-last-3) | eval (the top 3 by avg-last-3, "
-    "re-evaluated greedily on fresh seeds)"
+    "re-evaluated greedily on fresh seeds) | confirmed (by the IQM `rlsweep confirm` measured on test seeds)"
 )
-_RULE = re.compile(r"^(last|max|eval|avg-last-(\d+))$")
+_RULE = re.compile(r"^(last|max|eval|confirmed|avg-last-(\d+))$")
 
 
 @dataclass(frozen=True)
 class SelectionRule:
     """``last`` (final value), ``max`` (best value ever reported; min for mode min), ``avg-last`` with
     ``n`` (mean of the last n reports, robust to a single noisy peak), ``eval`` (the top trials under the
-    default rule re-evaluated greedily on fresh seeds)."""
+    default rule re-evaluated greedily on fresh seeds), ``confirmed`` (the configurations ``rlsweep confirm``
+    retrained on held-out seeds, by their IQM there)."""
 
-    kind: Literal["last", "max", "avg-last", "eval"]
+    kind: Literal["last", "max", "avg-last", "eval", "confirmed"]
     n: int = 1
 
     @classmethod

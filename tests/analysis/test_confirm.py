@@ -1,0 +1,194 @@
+"""Confirmation on held-out seeds: the statistics it reports, and the inputs it refuses before it trains."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rlsweep import store
+from rlsweep.analysis import load
+from rlsweep.analysis._confirm import (
+    ConfirmationPlan,
+    iqm_interval,
+    plan_confirmation,
+    probability_of_improvement,
+    summarize,
+)
+from rlsweep.cli import main
+from rlsweep.errors import UsageError
+from rlsweep.seeds import interquartile_mean
+from tests.experiments import new_experiment, write_trial
+
+
+def plan_of(*candidates: str, seeds=(1000, 1001, 1002, 1003)) -> ConfirmationPlan:
+    return ConfirmationPlan(
+        candidates=candidates,
+        configs={c: {"training.lr": 0.001} for c in candidates},
+        tuning_values={c: 100.0 for c in candidates},
+        tuning_seeds={c: [i] for i, c in enumerate(candidates)},
+        test_seeds=tuple(seeds),
+        rule="avg-last-3",
+        metric="return_mean",
+        episodes=10,
+    )
+
+
+def test_each_configuration_gets_its_iqm_an_interval_around_it_and_its_odds():
+    plan = plan_of("a", "b", "c")
+    scores = {
+        "a": {1000: 500.0, 1001: 480.0, 1002: 400.0, 1003: 490.0},  # one weaker seed
+        "b": {1000: 300.0, 1001: 310.0, 1002: 305.0, 1003: 295.0},
+        "c": {1000: 470.0, 1001: 450.0, 1002: 460.0, 1003: 475.0},
+    }
+    result = summarize(plan, scores, missing={})
+    rows = {r["trial_id"]: r for r in result["configurations"]}
+    # IQM of a's 4 values drops the lowest (400) and the highest (500): (480 + 490) / 2.
+    assert rows["a"]["iqm"] == pytest.approx(485.0)
+    assert [r["trial_id"] for r in result["configurations"]] == ["a", "c", "b"]
+    assert result["winner"] == "a" and [r["rank"] for r in result["configurations"]] == [1, 2, 3]
+    for row in rows.values():
+        assert row["ci_low"] <= row["iqm"] <= row["ci_high"]
+        assert row["per_seed"] == {str(s): v for s, v in scores[row["trial_id"]].items()}
+    # c's interval overlaps a's wide one (a tie); b's is far below both.
+    assert result["ties"] == ["c"] and rows["c"]["tie_with_winner"] and not rows["b"]["tie_with_winner"]
+    # a beats c on every pair of seeds but those where a scored 400: 12 of 16 pairs; b on all of them.
+    assert rows["a"]["p_beats"]["c"] == pytest.approx(12 / 16) and rows["a"]["p_beats"]["b"] == 1.0
+    assert rows["a"]["p_beats"]["c"] + rows["c"]["p_beats"]["a"] == pytest.approx(1.0)
+    assert result["test_seeds"] == [1000, 1001, 1002, 1003] and result["metric"] == "eval_return_mean"
+
+
+def test_the_interval_is_a_bootstrap_of_the_iqm_and_repeats():
+    values = [10.0, 12.0, 50.0, 11.0, 13.0, 9.0]
+    low, high = iqm_interval(values)
+    assert (low, high) == iqm_interval(values)  # a fixed bootstrap seed: the same values, the same interval
+    assert low < interquartile_mean(values) < high
+    assert min(values) <= low and high <= max(values)
+    assert iqm_interval([7.0, 7.0, 7.0]) == (7.0, 7.0)
+    assert probability_of_improvement([1, 2], [2, 3]) == pytest.approx((0 + 0 + 0.5 + 0) / 4)
+
+
+def test_a_configuration_short_of_two_scores_has_no_interval_and_says_why():
+    plan = plan_of("a", "b", seeds=(1000, 1001))
+    result = summarize(plan, {"a": {1000: 5.0, 1001: 6.0}, "b": {1000: 9.0}}, missing={"b": ["seed 1001: errored"]})
+    rows = {r["trial_id"]: r for r in result["configurations"]}
+    assert result["winner"] == "a" and math.isnan(rows["b"]["iqm"]) and rows["b"]["missing"] == ["seed 1001: errored"]
+
+
+@pytest.fixture
+def swept(tmp_path):
+    """A hand-written sweep: a finished, an errored and an unfinished trial (budget 4000 env steps)."""
+    root = new_experiment(tmp_path / "exp")
+    settings = lambda seed: {"settings": {"debugging.seed": seed}, "config": {"training.lr": 0.001, "debugging.seed": seed}, "seeds": [seed]}  # noqa: E731
+    write_trial(root, "aaaaa_00000", [10, 20, 30, 40], config={"training.lr": 0.001}, settings=settings(3))
+    errored = write_trial(root, "bbbbb_00001", [10, 50, 60, 70], config={"training.lr": 0.002}, settings=settings(4))
+    (errored / store.ERROR_FILE).write_text("Failure # 1\nboom")
+    write_trial(root, "ccccc_00002", [10, 20], config={"training.lr": 0.003}, settings=settings(5))
+    return root
+
+
+def test_confirm_refuses_what_cannot_be_confirmed_and_names_the_fix(swept):
+    sweep = load(swept)
+    with pytest.raises(UsageError, match=r"--top: must be between 1 and the 1 finished trial\(s\), got 2"):
+        plan_confirmation(sweep, top=2, seeds=3)
+    with pytest.raises(UsageError, match="trial bbbbb_00001 ended in an error; confirm a trial that finished"):
+        plan_confirmation(sweep, trials=["bbbbb"])
+    with pytest.raises(UsageError, match="RUNNING, not finished; resume the sweep first"):
+        plan_confirmation(sweep, trials=["ccccc"])
+    with pytest.raises(UsageError, match="--seeds: must be >= 2"):
+        plan_confirmation(sweep, top=1, seeds=1)
+    plan = plan_confirmation(sweep, top=1, seeds=3)
+    assert plan.candidates == ("aaaaa_00000",) and plan.test_seeds == (1000, 1001, 1002)
+    assert plan.configs["aaaaa_00000"] == {"training.lr": 0.001}  # the tuning seed is not carried over
+    assert plan.tuning_seeds["aaaaa_00000"] == [3]
+
+
+def test_a_test_seed_a_trial_trained_with_is_refused(swept):
+    settings = {"settings": {"debugging.seed": 1001}, "config": {"debugging.seed": 1001}, "seeds": [1001]}
+    write_trial(swept, "ddddd_00003", [1, 2, 3, 4], config={"training.lr": 0.004}, settings=settings)
+    with pytest.raises(UsageError, match=r"test seeds \[1001\] were training seeds of trial\(s\) \['ddddd_00003'\]"):
+        plan_confirmation(load(swept), top=1, seeds=3)
+
+
+def test_a_sweep_with_no_finished_trial_has_nothing_to_confirm(tmp_path, capsys):
+    root = new_experiment(tmp_path / "exp")
+    write_trial(root, "ccccc_00002", [10, 20], config={"training.lr": 0.003})
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    assert main(["confirm", str(root), "--top", "1", "--seeds", "3"]) == 2
+    assert "DIR: no trial of this sweep finished" in capsys.readouterr().err
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # nothing written, nothing lost
+
+
+def test_best_by_confirmation_needs_one_and_then_follows_it(swept, capsys):
+    assert main(["best", str(swept), "--rule", "confirmed"]) == 2
+    assert "run `rlsweep confirm" in capsys.readouterr().err
+    write_trial(swept, "eeeee_00004", [50, 60, 70, 80], config={"training.lr": 0.005})
+    # A confirmation in which the trial ranked lower during tuning won on the test seeds.
+    plan = plan_of("eeeee_00004", "aaaaa_00000")
+    result = summarize(plan, {"eeeee_00004": {1000: 1.0, 1001: 2.0, 1002: 1.5, 1003: 1.0},
+                              "aaaaa_00000": {1000: 9.0, 1001: 8.0, 1002: 9.5, 1003: 9.0}}, missing={})
+    store.write_confirmation(swept, result)
+    assert load(swept).best().trial_id == "eeeee_00004"
+    best = load(swept).best("confirmed")
+    assert (best.trial_id, best.rule, best.metric) == ("aaaaa_00000", "confirmed", "eval_return_mean")
+    assert best.value == pytest.approx(9.0)
+    assert main(["best", str(swept), "--rule", "confirmed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trial_id"] == "aaaaa_00000"
+
+
+def confirmed(root, *candidates):
+    """A confirmation of ``candidates`` written into the hand-written sweep at ``root``, with its record."""
+    from rlsweep.analysis._record import markdown, record
+
+    plan = plan_of(*candidates)
+    result = summarize(plan, {c: {1000: 10.0 * i, 1001: 10.0 * i + 2, 1002: 10.0 * i + 1, 1003: 10.0 * i + 3}
+                              for i, c in enumerate(candidates, start=1)}, missing={})
+    result.update(command=f"rlsweep confirm {root} --top {len(candidates)} --seeds 4 --rule avg-last-3", created=1700000000.0)
+    store.write_confirmation(root, result)
+    rec = record(load(root), result)
+    store.write_reproducibility(root, rec, markdown(rec))
+    return result, rec
+
+
+def test_the_reproducibility_record_holds_what_a_reader_needs(swept):
+    result, rec = confirmed(swept, "aaaaa_00000", "ccccc_00002")
+    assert rec["spec"]["algorithm"] == "PPO" and rec["search_space"] == load(swept).spec.document["search_space"]
+    assert rec["searcher"]["name"] == "optuna" and rec["searcher"]["seed"] == 0
+    assert rec["scheduler"] == {"name": "asha", "grace_env_steps": 2000, "reduction_factor": 2}
+    assert rec["budget"]["env_steps_per_trial"] == 4000 and rec["budget"]["confirmation_env_steps"] == 4000 * 2 * 4
+    assert rec["seeds"]["tuning_used"] == [3, 4, 5] and rec["seeds"]["test_used"] == [1000, 1001, 1002, 1003]
+    assert rec["seeds"]["tuning_range"] == [0, 99] and rec["seeds"]["test_range"] == [1000, 1999]
+    conf = rec["confirmation"]
+    assert conf["incumbent"] == "ccccc_00002" == result["winner"]
+    runner_up = conf["configurations"][1]
+    assert runner_up["trial_id"] == "aaaaa_00000" and runner_up["ci_low"] <= runner_up["iqm"] <= runner_up["ci_high"]
+    assert rec["packages"]["ray"] and rec["packages"]["torch"] and rec["packages"]["mlflow"]
+    assert rec["machine"]["cores"] >= 1 and rec["machine"]["memory_gb"] > 0 and rec["machine"]["gpus"] == "none"
+    assert rec["commands"]["confirmation"] == result["command"]
+    assert rec["commands"]["sweep"].startswith("rlsweep run ") and rec["commands"]["sweep"].endswith(store.SPEC_FILE)
+    page = (swept / store.REPRODUCIBILITY_MD).read_text()
+    for text in ("Incumbent: **ccccc_00002**", "| 2 | `aaaaa_00000` |", result["command"], "## Where it ran", "ray "):
+        assert text in page
+    assert json.loads((swept / store.REPRODUCIBILITY_JSON).read_text())["confirmation"]["incumbent"] == "ccccc_00002"
+
+
+def test_the_export_logs_a_child_run_per_confirmed_configuration_and_the_record(swept, tmp_path):
+    from mlflow import MlflowClient
+
+    result, _ = confirmed(swept, "aaaaa_00000", "ccccc_00002")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    for _ in range(2):  # idempotent: a second export adds nothing
+        parent = load(swept).to_mlflow(tracking_uri=uri, experiment="e")
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("e").experiment_id], "tags.`rlsweep.kind` = 'confirmation'")
+    assert sorted(r.data.tags["rlsweep.trial_id"] for r in runs) == ["aaaaa_00000", "ccccc_00002"]
+    for run in runs:
+        row = next(r for r in result["configurations"] if r["trial_id"] == run.data.tags["rlsweep.trial_id"])
+        assert run.data.tags["mlflow.parentRunId"] == parent
+        history = client.get_metric_history(run.info.run_id, "eval_return_mean")
+        assert {(m.step, m.value) for m in history} == {(int(s), v) for s, v in row["per_seed"].items()}
+        assert run.data.metrics["iqm"] == pytest.approx(row["iqm"]) and run.data.metrics["ci_low"] == pytest.approx(row["ci_low"])
+    assert client.get_run(parent).data.tags["rlsweep.confirmed_trial_id"] == "ccccc_00002"
+    names = {a.path for a in client.list_artifacts(parent)} | {a.path for a in client.list_artifacts(parent, "plots")}
+    assert {"reproducibility.json", "reproducibility.md", "plots/confirmation.png"} <= names

@@ -129,12 +129,17 @@ def write_confirmation_plan(root: Path, plan: Mapping[str, Any]) -> None:
     (confirmation_dir(root) / CONFIRMATION_PLAN).write_text(json.dumps(dict(plan), default=str, indent=1))
 
 
-def read_confirmation_plan(root: Path) -> dict[str, Any] | None:
+def _json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None where it is missing, unreadable or not an object."""
     try:
-        plan = json.loads((confirmation_dir(root) / CONFIRMATION_PLAN).read_text())
+        value = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return plan if isinstance(plan, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+def read_confirmation_plan(root: Path) -> dict[str, Any] | None:
+    return _json_object(confirmation_dir(root) / CONFIRMATION_PLAN)
 
 
 def write_confirmation(root: Path, result: Mapping[str, Any]) -> Path:
@@ -158,11 +163,7 @@ def reproducibility_files(root: Path) -> list[Path]:
 
 def read_confirmation(root: Path) -> dict[str, Any] | None:
     """The confirmation's result, or None where ``rlsweep confirm`` has not finished one."""
-    try:
-        result = json.loads((root / CONFIRMATION_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return result if isinstance(result, dict) else None
+    return _json_object(root / CONFIRMATION_FILE)
 
 
 # --- a trial: written by the trial itself ----------------------------------------------------------------
@@ -175,11 +176,7 @@ def write_trial_settings(write: Callable[[str, str], None], settings: Mapping[st
 
 
 def read_trial_settings(trial_dir: Path) -> dict[str, Any] | None:
-    try:
-        settings = json.loads((trial_dir / TRIAL_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return settings if isinstance(settings, dict) else None
+    return _json_object(trial_dir / TRIAL_FILE)
 
 
 def write_checkpoint_meta(directory: str | Path, meta: Mapping[str, Any]) -> None:

@@ -334,7 +334,6 @@ def run_confirmation(
         grid = tuner.fit()
         return path, sum(1 for r in grid if r.error is not None)
     if not (path / store.SWEEP_FILE).exists():
-        path.mkdir(parents=True, exist_ok=True)
         store.create_experiment(
             path, spec_yaml=yaml.safe_dump(document, sort_keys=False), document=document, exist_ok=True,
             searcher="given", scheduler="fifo", restores_other_trials=False,

@@ -99,6 +99,7 @@ def plan_confirmation(
         )
     finished = {t.trial_id: t for t in sweep.trials if t.state == store.TERMINATED}
     ranked = [b for b in sweep.ranked(rule) if b.trial_id in finished]
+    values = {b.trial_id: b.value for b in ranked}
     if trials:
         by_id = {t.trial_id: t for t in sweep.trials}
         chosen = []
@@ -112,7 +113,6 @@ def plan_confirmation(
             if trial.state != store.TERMINATED:
                 raise UsageError(f"trial {trial.trial_id} is {trial.state}, not finished; resume the sweep first", "--trial")
             chosen.append(trial.trial_id)
-        values = {b.trial_id: b.value for b in ranked}
     else:
         if not ranked:
             raise UsageError(
@@ -122,7 +122,6 @@ def plan_confirmation(
         if top < 1 or top > len(ranked):
             raise UsageError(f"must be between 1 and the {len(ranked)} finished trial(s), got {top}", "--top")
         chosen = [b.trial_id for b in ranked[:top]]
-        values = {b.trial_id: b.value for b in ranked}
     configs = {}
     for trial_id in chosen:
         recorded = (finished[trial_id].settings or {}).get("config")

@@ -227,12 +227,13 @@ class TrialLoop:
             sampled += normalized[metrics.ENV_STEPS] - run.env_steps
             run.env_steps = normalized[metrics.ENV_STEPS]
             per_seed.append(normalized)
-        rllib = rllib_section(results[0])
+        sections = [rllib_section(result) for result in results]
+        rllib = dict(sections[0])
         if len(per_seed) == 1:
             normalized = per_seed[0]
         else:
             normalized = self._combined(per_seed)
-            rllib.update(self._combined_rllib(results))
+            rllib.update(self._combined_rllib(sections))
         if eval_time is not None:
             normalized["eval_time_s"] = eval_time
         normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
@@ -260,10 +261,9 @@ class TrialLoop:
             combined.update({metrics.per_seed_key(index, n): values[n] for n in metrics.PER_SEED_METRICS if n in values})
         return combined
 
-    def _combined_rllib(self, results: list[Mapping[str, Any]]) -> dict[str, Any]:
+    def _combined_rllib(self, sections: list[Mapping[str, Any]]) -> dict[str, Any]:
         """The RLlib keys the spec optimizes or stops on, aggregated over the seeds like rlsweep's own."""
         how, mode = self.spec.seeds.aggregate, self.spec.metric.mode
-        sections = [rllib_section(result) for result in results]
         combined = {}
         for name in (self.spec.metric.name, *self.spec.stop):
             key = name.removeprefix(metrics.RLLIB_PREFIX)

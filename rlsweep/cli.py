@@ -182,13 +182,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _confirm(args: argparse.Namespace) -> int:
-    import rlsweep
+    import importlib
 
+    importlib.import_module("rlsweep.api")  # on import, it hands the analysis the sweep stage's retrainer
     rule = _rule(args.rule)
-    _load(args.dir)  # a clear error for a directory that holds no sweep
+    swept = _load(args.dir)  # a clear error for a directory that holds no sweep
     # With --json, stdout holds the JSON alone: what Tune prints while training goes to stderr.
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-        result = rlsweep.load(args.dir).confirm(
+        result = swept.confirm(
             args.top, args.seeds, rule=rule, trials=tuple(args.trial or ()), address=args.address, verbose=0 if args.json else 1
         )
     incomplete = any(row["missing"] for row in result["configurations"])

@@ -409,6 +409,12 @@ def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
     return trials
 
 
+def matching_trials(trials: list[Trial], name: str) -> list[Trial]:
+    """The trials a user means by ``name``: the one with that id, else every one whose id starts with it
+    (one match is the trial; several, an ambiguous prefix)."""
+    return [t for t in trials if t.trial_id == name] or [t for t in trials if t.trial_id.startswith(name)]
+
+
 def read_spec_yaml(path: Path) -> str:
     """The text of the spec the sweep ran (as the user may have edited it since)."""
     try:

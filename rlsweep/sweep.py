@@ -112,6 +112,16 @@ def _stop_condition(spec: SweepSpec, stopper: Any) -> Any:
     return CombinedStopper(FunctionStopper(thresholds), stopper)
 
 
+def _fit_cluster(spec: SweepSpec, address: str | None) -> tuple[float, float]:
+    """Join or start the Ray runtime and check that the largest trial fits it; returns the cluster's CPUs and
+    the CPUs one trial needs. Raises :class:`IncompatibleError` where it does not fit."""
+    cluster_cpus = ensure_ray(spec, address)
+    problems, trial_cpus = resource_problems(spec, cluster_cpus)
+    if problems:
+        raise IncompatibleError(problems)
+    return cluster_cpus, trial_cpus
+
+
 def _trainable(spec: SweepSpec, sweep_id: str) -> Any:
     rule = SCHEDULERS[str(spec.scheduler.name)].checkpoint_rule(spec)
     return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id)))
@@ -135,10 +145,7 @@ def run(
     """
     from ray import tune
 
-    cluster_cpus = ensure_ray(spec, address)
-    problems, trial_cpus = resource_problems(spec, cluster_cpus)
-    if problems:
-        raise IncompatibleError(problems)
+    cluster_cpus, trial_cpus = _fit_cluster(spec, address)
     max_concurrent = _default_concurrency(spec, cluster_cpus, trial_cpus)
 
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
@@ -265,7 +272,7 @@ def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
     document = read_document(store.spec_file(root))
     budget = int(document.get("budget", {}).get("env_steps", 0))
     trials = store.read_trials(root, budget_env_steps=budget)
-    found = [t for t in trials if t.trial_id == trial_id] or [t for t in trials if t.trial_id.startswith(trial_id)]
+    found = store.matching_trials(trials, trial_id)
     if len(found) != 1:
         known = ", ".join(sorted(t.trial_id for t in trials)) or "none"
         why = "matches several trials" if found else "is not a trial of this sweep"
@@ -323,16 +330,25 @@ def run_confirmation(
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    cluster_cpus = ensure_ray(spec, address)
-    problems, trial_cpus = resource_problems(spec, cluster_cpus)
-    if problems:
-        raise IncompatibleError(problems)
-    plan_ = plan_for(spec, None, 0)
-    trainable = make_confirmation_trainable(spec, plan_, plan["configs"])
+    cluster_cpus, trial_cpus = _fit_cluster(spec, address)
+    trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"])
     if store.has_tune_state(path):
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
-        grid = tuner.fit()
-        return path, sum(1 for r in grid if r.error is not None)
+    else:
+        tuner = _new_confirmation(path, spec, document, plan, trainable, cluster_cpus, trial_cpus, verbose)
+    grid = tuner.fit()
+    return path, sum(1 for r in grid if r.error is not None)
+
+
+def _new_confirmation(
+    path: Path, spec: SweepSpec, document: dict[str, Any], plan: dict[str, Any], trainable: Any,
+    cluster_cpus: float, trial_cpus: float, verbose: int,
+) -> Any:
+    """The Tuner of a confirmation that has not started: a grid of configuration x test seed."""
+    from ray import tune
+    from ray.tune.search import BasicVariantGenerator
+
+    root = path.parent
     if not (path / store.SWEEP_FILE).exists():
         store.create_experiment(
             path, spec_yaml=yaml.safe_dump(document, sort_keys=False), document=document, exist_ok=True,
@@ -342,9 +358,7 @@ def run_confirmation(
     if verbose:
         _say(f"confirming {len(plan['configs'])} configuration(s) on test seeds {plan['test_seeds']}: {len(plan['candidates']) * len(plan['test_seeds'])} runs "
              f"of {spec.budget.env_steps} env steps, into {path}")
-    from ray.tune.search import BasicVariantGenerator
-
-    tuner = tune.Tuner(
+    return tune.Tuner(
         trainable,
         param_space={
             store.CANDIDATE_KEY: tune.grid_search(list(plan["candidates"])),
@@ -366,5 +380,3 @@ def run_confirmation(
             callbacks=[_progress_callback(spec)] if verbose else [],
         ),
     )
-    grid = tuner.fit()
-    return path, sum(1 for r in grid if r.error is not None)

@@ -65,10 +65,6 @@ class ConfirmationPlan:
             "episodes": self.episodes,
         }
 
-    def trials(self) -> list[dict[str, Any]]:
-        """One Tune config per configuration and test seed."""
-        return [{store.CANDIDATE_KEY: c, store.TEST_SEED_KEY: s} for c in self.candidates for s in self.test_seeds]
-
 
 def plan_confirmation(
     sweep: Any, *, top: int = DEFAULT_TOP, seeds: int = DEFAULT_SEEDS, rule: Any = None, trials: Sequence[str] = ()
@@ -101,13 +97,12 @@ def plan_confirmation(
     ranked = [b for b in sweep.ranked(rule) if b.trial_id in finished]
     values = {b.trial_id: b.value for b in ranked}
     if trials:
-        by_id = {t.trial_id: t for t in sweep.trials}
         chosen = []
         for name in trials:
-            matches = [i for i in by_id if i == name] or [i for i in by_id if i.startswith(name)]
+            matches = store.matching_trials(sweep.trials, name)
             if len(matches) != 1:
                 raise UsageError(f"{name!r} {'matches several trials' if matches else 'is not a trial of this sweep'}", "--trial")
-            trial = by_id[matches[0]]
+            (trial,) = matches
             if trial.state == store.ERROR:
                 raise UsageError(f"trial {trial.trial_id} ended in an error; confirm a trial that finished", "--trial")
             if trial.state != store.TERMINATED:

@@ -33,6 +33,8 @@ class SweepResult:
         mlflow_run_id: The sweep's parent run in MLflow, when it was exported.
         errored_trials: How many trials ended in an error.
         export_error: Why the MLflow export failed, if it did (rerun ``rlsweep export`` to complete it).
+        unfinished_trials: Trials an interruption (Ctrl-C) left running or pending: the sweep did not finish,
+            ``best`` is the best so far, and ``rlsweep resume`` continues it.
     """
 
     path: Path
@@ -40,6 +42,11 @@ class SweepResult:
     mlflow_run_id: str | None
     errored_trials: int
     export_error: str | None = None
+    unfinished_trials: tuple[str, ...] = ()
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.unfinished_trials)
 
 
 def _live_callbacks(spec: SweepSpec, path: Path, sweep_id: str) -> list[Any]:
@@ -60,7 +67,10 @@ def _finish(spec: SweepSpec, path: Path, errored: int) -> SweepResult:
             # The sweep's results are on disk; a failed export must not hide them.
             export_error = str(exc)
             log.warning("%s", exc)
-    return SweepResult(path=path, best=best, mlflow_run_id=run_id, errored_trials=errored, export_error=export_error)
+    return SweepResult(
+        path=path, best=best, mlflow_run_id=run_id, errored_trials=errored, export_error=export_error,
+        unfinished_trials=tuple(swept.unfinished()),
+    )
 
 
 def run(

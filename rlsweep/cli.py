@@ -1,4 +1,5 @@
-"""The ``rlsweep`` command: a thin layer over the Python API. Exit codes: 0 success, 2 invalid input, 1 other."""
+"""The ``rlsweep`` command: a thin layer over the Python API. Exit codes: 0 success, 2 invalid input, 1 other,
+130 a sweep interrupted (Ctrl-C) before it finished."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from rlsweep.errors import RlsweepError, SpecError, SweepError, UsageError
 
-EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,13 +87,20 @@ def _report(result: Any, mlflow: Any) -> int:
         print(f"failed trials: {result.errored_trials} (see `rlsweep status {result.path}`)")
     if result.best is None:
         print("no trial reported a result", file=sys.stderr)
+        if result.interrupted:
+            print(f"interrupted: continue the sweep with `rlsweep resume {result.path}`", file=sys.stderr)
+            return EXIT_INTERRUPTED
         return EXIT_ERROR
+    if result.interrupted:
+        print(f"interrupted: {len(result.unfinished_trials)} trial(s) did not finish; continue the sweep with "
+              f"`rlsweep resume {result.path}`", file=sys.stderr)
+        print("best so far (the sweep is not finished):")
     _print_best(result.best)
     if result.export_error:
         print(f"mlflow export failed: {result.export_error}", file=sys.stderr)
     if result.mlflow_run_id and mlflow is not None:
         print(f"mlflow:      {mlflow.tracking_uri} experiment {mlflow.experiment!r}, run {result.mlflow_run_id}")
-    return EXIT_OK
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -106,6 +114,10 @@ def _resume(args: argparse.Namespace) -> int:
         raise UsageError(str(exc).removeprefix(f"{root}: "), "DIR") from None
     if not store.has_tune_state(root):
         raise UsageError("no Tune experiment state to resume from (the sweep never started a trial)", "DIR")
+    if problems := store.resume_problems(root):
+        raise UsageError(
+            "cannot resume safely: " + "; ".join(problems) + ". The trials' results and checkpoints are intact: "
+            "`rlsweep status`, `best` and `export` still read them; start a new sweep to go on", "DIR")
     result = resume(root, spec_path=args.spec, address=args.address)
     return _report(result, _load(str(result.path)).spec.mlflow)
 
@@ -143,7 +155,10 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(table.to_json(orient="records"))
         return EXIT_OK
-    counts = table["state"].value_counts().to_dict() if len(table) else {}
+    if not len(table):
+        print(f"{sweep.path}: no trial has started yet")
+        return EXIT_OK
+    counts = table["state"].value_counts().to_dict()
     print(f"{sweep.path}: {len(table)} trials " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     with pd.option_context("display.max_columns", None, "display.width", 200):
         print(table.drop(columns=["error"]).to_string(index=False))
@@ -162,6 +177,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise UsageError(f"must be >= 1, got {args.top}", "--top")
     if args.episodes < 1:
         raise UsageError(f"must be >= 1, got {args.episodes}", "--episodes")
+    if bad := [s for s in args.seeds if not 0 <= s < 2**32]:
+        raise UsageError(f"env seeds must be in [0, 2**32), got {bad[0]}", "--seeds")
     rule = _rule(args.rule)
     sweep = _load(args.dir)
     table = sweep.evaluate(args.top, episodes=args.episodes, seeds=args.seeds, rule=rule)
@@ -380,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -59,7 +59,12 @@ RESULT_FILE = "result.json"
 PARAMS_FILE = "params.json"
 ERROR_FILE = "error.txt"
 STATE_GLOB = "experiment_state-*.json"
+#: What Tune needs to restore a sweep, beside the experiment state.
+TUNER_FILE = "tuner.pkl"
 CHECKPOINT_GLOB = "checkpoint_*"
+#: What an RLlib algorithm checkpoint holds its trained modules in (Ray 2.x's new API stack); a checkpoint
+#: without it cannot be evaluated or restored.
+ALGORITHM_STATE = "learner_group"
 #: Keys Tune adds to every result row.
 TRIAL_ID_KEY, CONFIG_KEY, DONE_KEY, TIMESTAMP_KEY = "trial_id", "config", "done", "timestamp"
 #: Tune appends each failure to error.txt under this heading.
@@ -110,6 +115,13 @@ def read_sweep_info(path: Path) -> dict[str, Any]:
 
 def spec_file(path: Path) -> Path:
     return path / SPEC_FILE
+
+
+def spec_as_run(info: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The spec document the sweep ran with, as kept in its info (None for a sweep from before rlsweep kept
+    it there). Readers use it rather than ``rlsweep_spec.yaml``, which a user may have edited since."""
+    ran = info.get("spec")
+    return dict(ran) if isinstance(ran, Mapping) else None
 
 
 def has_tune_state(path: Path) -> bool:
@@ -196,6 +208,8 @@ def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
         meta = json.loads(Path(directory, CHECKPOINT_META).read_text())
     except (OSError, ValueError) as exc:
         raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("metrics", {}), dict):
+        raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({CHECKPOINT_META} is not rlsweep's)")
     return meta
 
 
@@ -319,7 +333,10 @@ def trial_states(root: Path) -> dict[str, tuple[str, int]]:
         data = json.loads(files[-1].read_text())
     except (OSError, ValueError):
         return states
-    for entry in data.get("trial_data", []):
+    entries = data.get("trial_data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return states  # not a state Tune wrote: the trials' own files tell their states
+    for entry in entries:
         try:
             trial_json = json.loads(entry[0]) if isinstance(entry, list) else entry
             runtime = json.loads(entry[1]) if isinstance(entry, list) and len(entry) > 1 else {}
@@ -335,6 +352,39 @@ def trial_states(root: Path) -> dict[str, tuple[str, int]]:
     return states
 
 
+def resume_problems(root: Path) -> list[str]:
+    """What stops Tune from restoring the sweep at ``root`` as it was: a missing tuner, or a newest experiment
+    state that is cut off or not Tune's (Tune would start over from it, or invent trials with empty
+    configs). Empty when the state looks whole."""
+    problems = []
+    if not (root / TUNER_FILE).is_file():
+        problems.append(f"{TUNER_FILE} is missing")
+    files = sorted(root.glob(STATE_GLOB), key=lambda p: p.name)
+    if files:
+        newest = files[-1]
+        try:
+            data = json.loads(newest.read_text())
+        except (OSError, ValueError) as exc:
+            problems.append(f"{newest.name} is cut off or garbled ({type(exc).__name__})")
+        else:
+            if not (isinstance(data, dict) and _whole_trial_data(data.get("trial_data"))):
+                problems.append(f"{newest.name} is not a Tune experiment state (no readable trial entries)")
+    return problems
+
+
+def _whole_trial_data(entries: Any) -> bool:
+    if not isinstance(entries, list) or not entries:
+        return False
+    for entry in entries:
+        try:
+            trial_json = json.loads(entry[0]) if isinstance(entry, list) and entry else None
+        except (TypeError, ValueError):
+            return False
+        if not isinstance(trial_json, dict) or not trial_json.get(TRIAL_ID_KEY):
+            return False
+    return True
+
+
 def _trial_dirs(root: Path) -> Iterator[Path]:
     for child in sorted(root.iterdir()):
         if child.is_dir() and ((child / PARAMS_FILE).exists() or (child / RESULT_FILE).exists()):
@@ -348,6 +398,9 @@ def _checkpoints(trial_dir: Path) -> tuple[CheckpointRecord, ...]:
             meta = read_checkpoint_meta(directory)
         except SweepError:
             continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
+        if not (directory / ALGORITHM_STATE).is_dir():
+            log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
+            continue
         records.append(CheckpointRecord(directory, meta.get("metrics", {})))
     return tuple(records)
 
@@ -374,10 +427,7 @@ def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
         # the first one).
         config = rows[-1].get(CONFIG_KEY) if rows else None
         if not isinstance(config, Mapping):
-            try:
-                config = json.loads((trial_dir / PARAMS_FILE).read_text())
-            except (OSError, ValueError):
-                config = {}
+            config = _json_object(trial_dir / PARAMS_FILE) or {}
         trial_id = str(rows[0][TRIAL_ID_KEY]) if rows and TRIAL_ID_KEY in rows[0] else _trial_id_from_dirname(trial_dir.name)
         status, failures = states.get(trial_id, (None, 0))
         error_text = None

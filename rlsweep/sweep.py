@@ -233,7 +233,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
 
     root = Path(path).expanduser().resolve()
     info = store.read_sweep_info(root)
-    ran = info.get("spec")
+    ran = store.spec_as_run(info)
     now = read_document(store.spec_file(root))
     problems = []
     if ran is not None:
@@ -245,6 +245,8 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         raise SpecError(problems)
     if not store.has_tune_state(root):
         raise SweepError(f"{root}: no Tune experiment state to resume from (the sweep never started a trial)")
+    if damage := store.resume_problems(root):
+        raise SweepError(f"{root}: cannot resume safely: " + "; ".join(damage))
     spec = load_spec(ran if ran is not None else now, preflight=False)
     ensure_ray(spec, address)
     # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
@@ -269,7 +271,7 @@ def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
         UsageError: no such trial (or an ambiguous prefix), or it never started (nothing recorded).
     """
     root = Path(path).expanduser().resolve()
-    document = read_document(store.spec_file(root))
+    document = store.spec_as_run(store.read_sweep_info(root)) or read_document(store.spec_file(root))
     budget = int(document.get("budget", {}).get("env_steps", 0))
     trials = store.read_trials(root, budget_env_steps=budget)
     found = store.matching_trials(trials, trial_id)

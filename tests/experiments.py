@@ -18,7 +18,8 @@ def new_experiment(root: Path, spec: Mapping[str, Any] = TINY_SPEC, **info: Any)
     """An experiment directory at ``root`` with ``spec`` and the sweep info (``sweep_id`` "abc" unless given)."""
     root.mkdir(parents=True)
     (root / store.SPEC_FILE).write_text(yaml.safe_dump(dict(spec)))
-    (root / store.SWEEP_FILE).write_text(json.dumps({"sweep_id": "abc", **info}))
+    # As rlsweep keeps it: the spec the sweep ran with, which readers trust over an edited spec file.
+    (root / store.SWEEP_FILE).write_text(json.dumps({"sweep_id": "abc", "spec": dict(spec), **info}))
     return root
 
 
@@ -49,7 +50,7 @@ def write_trial(
             out.write(json.dumps(row) + "\n")
     for index, step in enumerate(checkpoints):
         directory = trial / f"checkpoint_{index:06d}"
-        directory.mkdir()
+        (directory / store.ALGORITHM_STATE).mkdir(parents=True)
         store.write_checkpoint_meta(directory, {"metrics": {"env_steps": step, "return_mean": returns[step // 1000 - 1]}})
     if settings is not None:
         store.write_trial_settings(lambda name, text: (trial / name).write_text(text), settings)

@@ -88,11 +88,16 @@ def test_settings_and_checkpoint_metadata_round_trip(tmp_path):
     (trial / "checkpoint_000000").mkdir()  # cut off by a crash: no metadata, not offered
     for index, steps in enumerate((500, 1000), start=1):
         directory = trial / f"checkpoint_{index:06d}"
-        directory.mkdir()
+        (directory / store.ALGORITHM_STATE).mkdir(parents=True)
         store.write_checkpoint_meta(directory, {"metrics": {"env_steps": steps}, "where": Path("/c")})
     directory = trial / "checkpoint_000003"
-    directory.mkdir()
+    (directory / store.ALGORITHM_STATE).mkdir(parents=True)
     store.write_checkpoint_meta(directory, {"carried": {}})  # no metrics: counts as 0 env steps
+    for name, meta in (("checkpoint_000004", {"metrics": {"env_steps": 1500}}), ("checkpoint_000005", [1500])):
+        # Damaged: its algorithm state lost, or metadata that is not rlsweep's. Neither is offered.
+        (trial / name).mkdir()
+        (trial / name / store.CHECKPOINT_META).write_text(json.dumps(meta))
+    (trial / "checkpoint_000005" / store.ALGORITHM_STATE).mkdir()
     (read,) = store.read_trials(root, budget_env_steps=2000)
     assert read.settings == {"settings": {"env": "/e"}} and read.path == trial
     assert [c.env_steps for c in read.checkpoints] == [500, 1000, 0] and read.latest_checkpoint.env_steps == 1000

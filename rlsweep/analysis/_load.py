@@ -4,6 +4,7 @@ sweep is still writing; needs no Ray runtime."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,8 @@ from rlsweep.errors import SpecError, SweepError, UsageError
 from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, PER_SEED_PREFIX, env_steps
 from rlsweep.spec import SweepSpec, parse_spec, parse_yaml
 from rlsweep.store import CheckpointRecord, Trial
+
+log = logging.getLogger(__name__)
 
 
 class Sweep:
@@ -73,6 +76,11 @@ class Sweep:
 
     def has_results(self) -> bool:
         return any(t.rows for t in self.trials)
+
+    def unfinished(self) -> list[str]:
+        """The trials neither finished nor failed: after the sweep returned, the ones an interruption (Ctrl-C,
+        a killed driver) left for ``rlsweep resume`` to continue."""
+        return [t.trial_id for t in self.trials if t.state not in (store.TERMINATED, store.ERROR)]
 
     def table(self) -> Any:
         """One row per trial: id, state, config columns, training seed (and all its seeds with
@@ -313,9 +321,21 @@ def load(path: str | Path) -> Sweep:
         raise SweepError(f"{root}: no such experiment directory")
     info = store.read_sweep_info(root)
     try:
-        document = parse_yaml(store.read_spec_yaml(root), str(store.spec_file(root)))
+        written = parse_yaml(store.read_spec_yaml(root), str(store.spec_file(root)))
+    except SweepError as exc:
+        written, unreadable = None, exc
     except SpecError as exc:
-        raise SweepError(f"{root}: cannot read the sweep's spec: {exc}") from None
+        written, unreadable = None, SweepError(f"{root}: cannot read the sweep's spec: {exc}")
+    document = store.spec_as_run(info)
+    if document is None:
+        if written is None:
+            raise unreadable from None
+        document = written
+    elif written != document:
+        # Results are read with the spec they were produced under (its metric, mode and budget), whatever
+        # the file says now; resume refuses the same edit.
+        log.warning("%s was edited (or removed) since the sweep ran; reading the sweep with the spec it ran with",
+                    store.spec_file(root))
     spec, problems = parse_spec(document)
     if spec is None:
         raise SweepError(f"{store.spec_file(root)}: " + "; ".join(str(p) for p in problems))

@@ -261,13 +261,19 @@ def _ui(args: argparse.Namespace) -> int:
     if uri.startswith(("http://", "https://")):
         print(f"{uri} is already an MLflow server: open it in a browser")
         return EXIT_OK
-    process, url = start_server(uri, args.port)
+    if args.port is not None and not 1 <= args.port <= 65535:
+        raise UsageError(f"must be a TCP port in [1, 65535], got {args.port}", "--port")
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    # The server runs in its own process group: a SIGTERM to this command must end it as Ctrl-C does.
+    # The server runs in its own process group: a SIGTERM to this command, also while the server starts,
+    # must end it as Ctrl-C does (start_server ends it when interrupted).
     signal.signal(signal.SIGTERM, stop)
+    try:
+        process, url = start_server(uri, args.port)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     try:
         print(f"MLflow UI for {uri}: {experiment_url(url, uri, experiment)}", flush=True)
         print("(Ctrl-C stops it)", flush=True)

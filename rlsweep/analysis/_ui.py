@@ -47,17 +47,27 @@ def start_server(tracking_uri: str, port: int | None = None, timeout_s: float = 
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
     )
     url = f"http://{HOST}:{port}"
+    try:
+        _wait_until_healthy(process, url, timeout_s)
+    except BaseException:
+        # Not answering, exited, or the caller interrupted (Ctrl-C, SIGTERM): leave nothing running.
+        stop_server(process)
+        raise
+    return process, url
+
+
+def _wait_until_healthy(process: subprocess.Popen, url: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SweepError(f"mlflow server exited with {process.returncode}: {(process.stderr.read() or '')[-2000:]}")
+            detail = (process.stderr.read() or "").strip().splitlines()
+            raise SweepError(f"mlflow server exited with {process.returncode}: {detail[-1] if detail else 'no output'}")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
                 if response.status == 200:
-                    return process, url
+                    return
         except OSError:
             time.sleep(0.5)
-    stop_server(process)
     raise SweepError(f"mlflow server did not answer on {url} within {timeout_s:.0f} s")
 
 

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -87,10 +88,32 @@ def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
         # Workers' logs stay in Ray's session folder; trial errors reach the user through Tune's error files.
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
         if address:
-            ray.init(address=address, **kwargs)
+            _check_reachable(address)
+            try:
+                ray.init(address=address, **kwargs)
+            except ConnectionError as exc:
+                raise UsageError(f"cannot join the Ray cluster at {address!r}: {str(exc).splitlines()[0]}",
+                                 "--address / ray.address") from None
         else:
             ray.init(num_cpus=spec.ray.num_cpus, **kwargs)
     return float(ray.cluster_resources().get("CPU", 0))
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds where nothing answers at a ``host:port`` (or ``ray://host:port``) address: Ray itself
+    retries joining for minutes. ``auto`` is left to Ray, which finds a local cluster or says there is none."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        if address != "auto":
+            raise UsageError(f"expects 'auto', 'host:port' or 'ray://host:port', got {address!r}", "--address / ray.address")
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UsageError(
+            f"nothing answers at {address!r} ({exc.strerror or exc}); start the cluster there (`ray start --head`) "
+            "or leave the address out to run on a local runtime", "--address / ray.address"
+        ) from None
 
 
 def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float) -> int:

@@ -1,5 +1,5 @@
-"""The ``rlsweep`` command: a thin layer over the Python API. Exit codes: 0 success, 2 invalid input, 1 other,
-130 a sweep interrupted (Ctrl-C) before it finished."""
+"""The ``rlsweep`` command: a thin layer over the Python API. Exit codes: 0 success, 2 invalid input, 1 other
+(a sweep interrupted before it finished among them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from typing import Any
 
 from rlsweep.errors import RlsweepError, SpecError, SweepError, UsageError
 
-EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
+#: Interrupted (Ctrl-C, SIGTERM) before the work was done: not a success, not invalid input.
+EXIT_INTERRUPTED = EXIT_ERROR
 
 
 class _Parser(argparse.ArgumentParser):

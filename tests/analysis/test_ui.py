@@ -101,7 +101,7 @@ def test_sigterm_while_the_server_starts_leaves_nothing_running(tmp_path):
         server = _children(ui.pid)
         assert not _listeners(port)
         ui.send_signal(signal.SIGTERM)
-        assert ui.wait(timeout=60) == 130
+        assert ui.wait(timeout=60) == 1
         assert _wait_for(lambda: not any(_alive(p) for p in server), 30), "the MLflow server outlived rlsweep ui"
         assert not _listeners(port)
     finally:

@@ -121,6 +121,47 @@ def test_a_sweep_killed_with_sigkill_resumes_without_losing_or_repeating_work(tm
     assert len(set(configs)) == 3
 
 
+def test_ctrl_c_during_run_exits_nonzero_says_how_to_resume_and_resume_finishes(tmp_path, ray_runtime):
+    budget, batch = 3000, 500
+    document = small_ppo(
+        "interrupted", tmp_path / "results", batch=batch, epochs=1,
+        budget={"env_steps": budget, "trials": 2, "max_concurrent": 1}, checkpoint={"every_env_steps": 1000},
+    )
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(document))
+    experiment = tmp_path / "results" / "interrupted"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "rlsweep.cli", "run", str(spec_file), "--set", "ray.num_cpus=2"],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 400
+        for line in driver.stdout:
+            # The first trial is mid-way, past its checkpoint at 1000: a user presses Ctrl-C.
+            if (match := re.match(r"\[(\w+)\] env_steps\s+(\d+)/", line)) and 1500 <= int(match.group(2)) < budget:
+                break
+            assert time.monotonic() < deadline
+        assert driver.poll() is None, "the sweep ended before it could be interrupted"
+        os.kill(driver.pid, signal.SIGINT)
+        out, err = driver.communicate(timeout=300)
+    finally:
+        try:
+            os.killpg(driver.pid, signal.SIGKILL)  # its own Ray runtime, by the group this test started
+        except ProcessLookupError:
+            pass
+    assert driver.returncode == 1, err[-3000:]
+    assert f"rlsweep resume {experiment}" in err and "best so far" in out
+    assert load(experiment).unfinished(), "the interrupted sweep has no unfinished trial on disk"
+
+    result = rlsweep.resume(experiment)
+    assert not result.interrupted and result.errored_trials == 0
+    sweep = load(experiment)
+    assert len(sweep.trials) == 2 == len({t.trial_id for t in sweep.trials})
+    for trial in sweep.trials:
+        assert trial.state == "TERMINATED"
+        assert [r["env_steps"] for r in trial.rows] == list(range(batch, budget + 1, batch)), trial.trial_id
+
+
 def _flaky_spec(tmp_path: Path, modes: list[str], retries: int) -> rlsweep.SweepSpec:
     return rlsweep.load_spec(
         small_ppo(

@@ -142,6 +142,29 @@ class RaySpec(Section):
     and the imports of torch and RLlib for each trial"""
 
 
+#: RLlib keys every row keeps as ``rllib/<key>`` unless ``report.rllib_keys`` says otherwise: what explains
+#: a learning curve (losses, entropy, KL, explained variance, learning rate, gradient norm, SAC's alpha and
+#: Q values, steps trained), RLlib's own timers and the node's CPU and memory use. RLlib reports about 90
+#: keys for PPO; these are about 20 of them.
+DEFAULT_RLLIB_KEYS = (
+    "learners/*/*loss*", "learners/*/entropy", "learners/*/curr_*", "learners/*/vf_explained_var",
+    "learners/*/*learning_rate", "learners/*/gradients_*", "learners/*/alpha*", "learners/*/qf_*",
+    "learners/*/num_module_steps_trained", "timers/*", "perf/*", "time_this_iter_s",
+    "num_training_step_calls_per_iteration",
+)
+
+
+class ReportSpec(Section):
+    """What each trial writes per iteration beside rlsweep's normalized metrics."""
+
+    rllib_keys: list[Text] = list(DEFAULT_RLLIB_KEYS)
+    """RLlib result keys each row keeps as rllib/<key>: glob patterns over RLlib's flattened keys
+    (learners/*/policy_loss); ["*"] keeps all of them, [] none. Keys named in metric or stop are always kept"""
+    tune_loggers: list[Literal["csv", "tensorboard"]] = []
+    """Tune's own per-trial logs beside result.json: csv (progress.csv), tensorboard (event files); off by
+    default, as they repeat result.json and are most of a trial folder's size"""
+
+
 class MlflowSpec(Section):
     tracking_uri: Text = DEFAULT_TRACKING_URI
     """the MLflow store: a SQLite file, a directory or an http(s) server"""
@@ -233,6 +256,8 @@ class SweepSpec(Section):
     """multi-agent: {map: {agent: policy}, train: [...]}, or named setups search_space.policies picks from"""
     failure: FailureSpec = FailureSpec()
     """retries of a failed trial"""
+    report: ReportSpec = ReportSpec()
+    """which RLlib keys each result row keeps, and Tune's own loggers"""
     storage: Text = DEFAULT_STORAGE
     """where experiment directories go: a path or a pyarrow-supported URI"""
     ray: RaySpec = RaySpec()

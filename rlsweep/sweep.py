@@ -6,6 +6,7 @@ to MLflow is the analysis's (:func:`rlsweep.run` does both in turn).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -13,7 +14,7 @@ import math
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,30 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
+def _logger_callbacks(spec: SweepSpec) -> list[Any]:
+    """Tune's per-trial loggers: result.json (which rlsweep reads) and those ``report.tune_loggers`` asks for.
+    Tune adds its CSV and TensorBoard loggers to every trial unless told not to (:func:`_own_loggers`)."""
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback
+
+    extra = {"csv": CSVLoggerCallback, "tensorboard": TBXLoggerCallback}
+    return [JsonLoggerCallback(), *(extra[name]() for name in spec.report.tune_loggers)]
+
+
+@contextlib.contextmanager
+def _own_loggers() -> Iterator[None]:
+    """While Tune fits: only the loggers rlsweep passed (Tune reads this variable as a fit starts; a
+    resumed fit keeps the loggers saved with the sweep)."""
+    name, before = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", os.environ.get("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS")
+    os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float) -> int:
     fits = max(1, math.floor(cluster_cpus / max(trial_cpus, 1e-9)))
     return min(spec.budget.max_concurrent or fits, spec.budget.trials)
@@ -181,8 +206,9 @@ def run(
         searcher=spec.searcher.name,
         scheduler=spec.scheduler.name,
         restores_other_trials=restores_other_trials(spec),
+        own_loggers=True,
     )
-    tune_callbacks = [_progress_callback(spec)] if verbose else []
+    tune_callbacks = _logger_callbacks(spec) + ([_progress_callback(spec)] if verbose else [])
     if callbacks is not None:
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
@@ -216,7 +242,8 @@ def run(
             callbacks=tune_callbacks,
         ),
     )
-    grid = tuner.fit()
+    with _own_loggers():
+        grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 
 
@@ -281,7 +308,9 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         restart_errored=False,
         param_space=None,
     )
-    grid = tuner.fit()
+    # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
+    with _own_loggers() if info.get("own_loggers") else contextlib.nullcontext():
+        grid = tuner.fit()
     return root, spec, sum(1 for r in grid if r.error is not None)
 
 
@@ -361,7 +390,8 @@ def run_confirmation(
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:
         tuner = _new_confirmation(path, spec, document, plan, trainable, cluster_cpus, trial_cpus, verbose)
-    grid = tuner.fit()
+    with _own_loggers():
+        grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 
 
@@ -377,7 +407,7 @@ def _new_confirmation(
     if not (path / store.SWEEP_FILE).exists():
         store.create_experiment(
             path, spec_yaml=yaml.safe_dump(document, sort_keys=False), document=document, exist_ok=True,
-            searcher="given", scheduler="fifo", restores_other_trials=False,
+            searcher="given", scheduler="fifo", restores_other_trials=False, own_loggers=True,
         )
     store.write_confirmation_plan(root, plan)
     if verbose:
@@ -402,6 +432,6 @@ def _new_confirmation(
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
             verbose=0,
-            callbacks=[_progress_callback(spec)] if verbose else [],
+            callbacks=_logger_callbacks(spec) + ([_progress_callback(spec)] if verbose else []),
         ),
     )

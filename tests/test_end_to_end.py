@@ -37,8 +37,12 @@ def test_every_trial_ran_and_reported_normalized_metrics(swept):
         for name in ("return_mean", "return_min", "return_max", "episode_len_mean", "episodes", "env_steps", "iteration"):
             assert name in row, name
         assert row["return_min"] <= row["return_mean"] <= row["return_max"]
-        # RLlib's own keys ride along for anyone who needs more.
-        assert "rllib/env_runners/episode_return_mean" in row
+        # RLlib's own keys ride along, the lean default of them (report.rllib_keys): losses, timers...
+        assert "rllib/learners/default_policy/policy_loss" in row and "rllib/timers/training_iteration" in row
+        # ... and not RLlib's ~70 others, nor Tune's CSV and TensorBoard copies of the rows.
+        assert "rllib/env_runners/env_to_module_connector/connector_pipeline_timer" not in row
+        assert sum(k.startswith("rllib/") for k in row) < 30
+        assert not list(trial.path.glob("progress.csv")) and not list(trial.path.glob("events.out.tfevents*"))
         steps = [r["env_steps"] for r in trial.rows]
         assert steps == sorted(steps) and steps[0] == 1000
 

@@ -27,7 +27,7 @@ from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
-from rlsweep.trainables._metrics import MetricNormalizer, lifetime_env_steps, rllib_section
+from rlsweep.trainables._metrics import MetricNormalizer, kept_rllib_keys, lifetime_env_steps, rllib_section
 from rlsweep.trainables._timing import PhaseTimer
 
 if TYPE_CHECKING:
@@ -228,7 +228,8 @@ class TrialLoop:
             run.env_steps = normalized[metrics.ENV_STEPS]
             per_seed.append(normalized)
         sections = [rllib_section(result) for result in results]
-        rllib = dict(sections[0])
+        named = [n.removeprefix(metrics.RLLIB_PREFIX) for n in (self.spec.metric.name, *self.spec.stop)]
+        rllib = kept_rllib_keys(sections[0], self.spec.report.rllib_keys, named)
         if len(per_seed) == 1:
             normalized = per_seed[0]
         else:
@@ -241,7 +242,7 @@ class TrialLoop:
         normalized["setup_time_s"] = self.setup_time_s
         row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib, node_id=self.node_id)
         if not self.checked_keys:
-            self._check_reported_keys(row)
+            self._check_reported_keys(row, available=sections[0])
             self.checked_keys = True
         return row
 
@@ -324,11 +325,12 @@ class TrialLoop:
         for run in getattr(self, "runs", []):
             run.algo.stop()
 
-    def _check_reported_keys(self, reported: Mapping[str, Any]) -> None:
+    def _check_reported_keys(self, reported: Mapping[str, Any], available: Mapping[str, Any]) -> None:
         keys = [self.spec.metric.name, *self.spec.stop]
         missing = [k for k in keys if k not in reported]
         if missing:
-            candidates = [k for k in reported if k.startswith(metrics.RLLIB_PREFIX)] + list(metrics.NORMALIZED_METRICS)
+            # Every key RLlib reported, also those report.rllib_keys leaves out of the rows.
+            candidates = [metrics.RLLIB_PREFIX + k for k in available] + list(metrics.NORMALIZED_METRICS)
             raise SpecError(
                 [
                     f"metric key {k!r} is not in this algorithm's results; close matches: "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rlsweep._dotted import flatten
@@ -96,3 +97,12 @@ class MetricNormalizer:
 def rllib_section(result: Mapping[str, Any]) -> dict[str, float | int]:
     """RLlib's own numeric keys as flat ``a/b/c`` names, reported beside the normalized ones."""
     return flatten(result, "/", keep=_scalar, skip=_SKIPPED_TOP_LEVEL)
+
+
+def kept_rllib_keys(section: Mapping[str, Any], patterns: Sequence[str], named: Iterable[str] = ()) -> dict[str, Any]:
+    """The part of an RLlib section a row keeps: keys matching one of ``patterns`` (globs), and ``named``
+    keys (the spec's metric and stop keys, without their ``rllib/`` prefix) whatever the patterns say."""
+    if "*" in patterns:
+        return dict(section)
+    named = set(named)
+    return {k: v for k, v in section.items() if k in named or any(fnmatch.fnmatchcase(k, p) for p in patterns)}

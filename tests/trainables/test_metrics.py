@@ -36,3 +36,24 @@ def test_carried_values_survive_a_restore():
     restored = MetricNormalizer()
     restored.restore(normalize.state())
     assert restored(rllib_result(200), evaluation=False)["return_mean"] == 42.0
+
+
+def test_a_row_keeps_the_rllib_keys_the_spec_asks_for_and_those_it_optimizes():
+    from rlsweep.spec import DEFAULT_RLLIB_KEYS
+    from rlsweep.trainables._metrics import kept_rllib_keys, rllib_section
+
+    result = {
+        "learners": {"default_policy": {"policy_loss": 0.5, "entropy": 1.2, "weights_seq_no": 7},
+                     "__all_modules__": {"num_trainable_parameters": 900}},
+        "env_runners": {"env_step_timer": 0.01, "episode_return_mean": 20.0},
+        "timers": {"training_iteration": 1.5},
+    }
+    section = rllib_section(result)
+    assert set(kept_rllib_keys(section, list(DEFAULT_RLLIB_KEYS))) == {
+        "learners/default_policy/policy_loss", "learners/default_policy/entropy", "timers/training_iteration",
+    }
+    # A key the spec optimizes or stops on stays, whatever the patterns.
+    kept = kept_rllib_keys(section, [], named=["env_runners/env_step_timer"])
+    assert kept == {"env_runners/env_step_timer": 0.01}
+    assert kept_rllib_keys(section, ["*"]) == section
+    assert kept_rllib_keys(section, ["learners/*/weights_*"]) == {"learners/default_policy/weights_seq_no": 7}

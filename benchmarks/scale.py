@@ -10,7 +10,9 @@ readers on the directory it wrote. Recorded:
 - the size of each trial's files, per kind (``result.json`` per iteration, Tune's CSV and TensorBoard logs,
   checkpoints) and of Tune's experiment state;
 - the time of ``load(DIR)``, ``.table()`` and ``.best()`` (median of 3), and of a full MLflow export into a
-  fresh SQLite store, then of a second, idempotent export.
+  fresh SQLite store, then of a second, idempotent export;
+- the same reads and export at the goals' size, 1,000 trials x 20 iterations, on a directory made from
+  this sweep's real rows (``replicate``), whatever number of trials fitted in the time cap.
 
 Goals (issue: scale): driver memory at most +10% from trial 100 to the end; ``table()`` under 2 s and an
 export of 1,000 trials x 20 iterations under 60 s. Results go to ``benchmarks/results/scale-<date>.json``.
@@ -141,6 +143,35 @@ def file_kinds(root: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def replicate(root: Path, into: Path, trials: int, iterations: int) -> Path:
+    """An experiment directory of ``trials`` x ``iterations`` made from the real sweep's rows (its trials
+    cycled under new ids, each trial's rows cycled to ``iterations`` at growing env steps): the size the
+    goals name, with the rows and settings a real trial writes."""
+    import shutil
+
+    from rlsweep import store
+
+    into.mkdir(parents=True)
+    for name in (store.SPEC_FILE, store.SWEEP_FILE):
+        shutil.copy(root / name, into / name)
+    sources = sorted(p for p in root.iterdir() if p.is_dir() and (p / store.RESULT_FILE).exists())
+    for index in range(trials):
+        source = sources[index % len(sources)]
+        rows = [json.loads(line) for line in (source / store.RESULT_FILE).read_text().splitlines() if line.strip()]
+        step = rows[0]["env_steps"]
+        trial_id = f"{index:08x}"
+        target = into / f"train_{trial_id}_{index:05d}_copy"
+        target.mkdir()
+        for name in (store.PARAMS_FILE, store.TRIAL_FILE):
+            if (source / name).exists():
+                shutil.copy(source / name, target / name)
+        with (target / store.RESULT_FILE).open("w") as out:
+            for i in range(iterations):
+                row = dict(rows[i % len(rows)], trial_id=trial_id, env_steps=step * (i + 1), iteration=i + 1)
+                out.write(json.dumps(row) + "\n")
+    return into
+
+
 def timed(call, repeat: int = 3) -> tuple[float, Any]:
     times, value = [], None
     for _ in range(repeat):
@@ -158,6 +189,8 @@ def main() -> None:
     parser.add_argument("--cap-s", type=float, default=1800.0)
     parser.add_argument("--sample-s", type=float, default=5.0)
     parser.add_argument("--rllib-keys", nargs="*", help="report.rllib_keys (default: the spec's default)")
+    parser.add_argument("--goal-trials", type=int, default=1000, help="size of the replicated directory")
+    parser.add_argument("--goal-iterations", type=int, default=20)
     parser.add_argument("--keep", help="keep the experiment directory here instead of a temporary folder")
     args = parser.parse_args()
 
@@ -194,6 +227,15 @@ def main() -> None:
         load(root).to_mlflow(tracking_uri=tracking, experiment="scale")
         export_again_s = time.perf_counter() - start
 
+        # The goals' size, 1,000 trials x 20 iterations, from this sweep's real rows.
+        big = replicate(root, Path(scratch) / "replicated" / "scale", args.goal_trials, args.goal_iterations)
+        big_load_s, big_sweep = timed(lambda: load(big))
+        big_table_s, _ = timed(big_sweep.table)
+        big_best_s, _ = timed(big_sweep.best)
+        start = time.perf_counter()
+        load(big).to_mlflow(tracking_uri=f"sqlite:///{Path(scratch) / 'big.db'}", experiment="scale")
+        big_export_s = time.perf_counter() - start
+
         samples = sampler.samples
         at_100 = next((s for s in samples if s["trials_started"] >= 100), None)
         end = samples[-1] if samples else None
@@ -221,6 +263,15 @@ def main() -> None:
             "best_s": round(best_s, 3),
             "export_s": round(export_s, 1),
             "export_again_s": round(export_again_s, 1),
+            "goal_size": {
+                "trials": args.goal_trials,
+                "iterations": args.goal_iterations,
+                "load_s": round(big_load_s, 3),
+                "table_s": round(big_table_s, 3),
+                "load_and_table_s": round(big_load_s + big_table_s, 3),
+                "best_s": round(big_best_s, 3),
+                "export_s": round(big_export_s, 1),
+            },
             "samples": samples,
         }
     out_file.write_text(json.dumps(report, indent=1))

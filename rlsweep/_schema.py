@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from rlsweep.errors import Problem
+from rlsweep.errors import Problem, shorten
 
 
 class Section(BaseModel):
@@ -69,16 +69,16 @@ def _message(error: Mapping[str, Any], model: Any) -> str:
         allowed = _allowed_keys(model, tuple(error["loc"][:-1]))
         return f"unknown key; expected one of {allowed}" if allowed else "unknown key"
     if kind in _TYPE_WORDS:
-        return f"must be {_TYPE_WORDS[kind]}, got {value!r}"
+        return f"must be {_TYPE_WORDS[kind]}, got {shorten(value)}"
     if kind in _BOUNDS:
         key, sign = _BOUNDS[kind]
-        return f"must be {sign} {_number(ctx[key])}, got {value!r}"
+        return f"must be {sign} {_number(ctx[key])}, got {shorten(value)}"
     if kind == "literal_error":
-        return f"must be {ctx['expected']}, got {value!r}"
+        return f"must be {ctx['expected']}, got {shorten(value)}"
     if kind in ("value_error", "assertion_error"):
         return str(ctx.get("error", error["msg"]))
     text = str(error["msg"])
-    return f"{text[:1].lower()}{text[1:]}, got {value!r}"
+    return f"{text[:1].lower()}{text[1:]}, got {shorten(value)}"
 
 
 def problems_of(exc: ValidationError, where: str = "", model: Any = None) -> list[Problem]:

@@ -16,6 +16,8 @@ from typing import Any
 from rlsweep.errors import RlsweepError, SpecError, SweepError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
+#: The most configs ``rlsweep sample`` draws: model-based searchers fit a model per draw.
+MAX_SAMPLES = 10_000
 #: Interrupted (Ctrl-C, SIGTERM) before the work was done: not a success, not invalid input.
 EXIT_INTERRUPTED = EXIT_ERROR
 
@@ -62,8 +64,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _sample(args: argparse.Namespace) -> int:
     from rlsweep import load_spec, sample
 
-    if args.n < 1:
-        raise UsageError(f"must be >= 1, got {args.n}", "-n")
+    if not 1 <= args.n <= MAX_SAMPLES:
+        raise UsageError(f"must be in [1, {MAX_SAMPLES:,}] (a dry run of a sweep's first configs), got {args.n}", "-n")
     spec = load_spec(args.spec, args.set, preflight=False)
     configs = sample(spec, args.n, searcher=args.searcher)
     if args.json:
@@ -394,8 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except SpecError as exc:
-        for problem in exc.problems:
-            print(str(problem), file=sys.stderr)
+        for line in exc.lines():
+            print(line, file=sys.stderr)
         return EXIT_INVALID
     except UsageError as exc:
         print(str(exc), file=sys.stderr)

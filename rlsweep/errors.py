@@ -15,8 +15,35 @@ Every error rlsweep raises on purpose derives from :class:`RlsweepError`:
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+#: The longest a problem's path or message gets when printed, and how many problems a message lists:
+#: a value quoted in full (a list of 10^8 numbers, 50,000 unknown keys) must not flood a terminal.
+MAX_PROBLEM_CHARS, MAX_PROBLEMS_SHOWN = 600, 50
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, value: int, level: int) -> str:
+        # Python refuses str() of an int over 4,300 digits; its size says enough.
+        return super().repr_int(value, level) if value.bit_length() <= 1024 else f"<an integer of {value.bit_length():,} bits>"
+
+
+_short_repr = _ShortRepr()
+_short_repr.maxstring = _short_repr.maxother = 80
+_short_repr.maxlist = _short_repr.maxtuple = _short_repr.maxdict = _short_repr.maxset = 8
+_short_repr.maxlevel = 3
+_short_repr.maxlong = 40
+
+
+def shorten(value: object) -> str:
+    """``repr(value)``, shortened for a message: long strings and big or deep containers are cut with
+    ``...``, so a message quoting a value stays a line, whatever the value's size."""
+    return _short_repr.repr(value)
+
+
+def _clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 class RlsweepError(Exception):
@@ -35,6 +62,10 @@ class Problem:
     path: str
     message: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", _clip(str(self.path), 200))
+        object.__setattr__(self, "message", _clip(str(self.message)))
+
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
 
@@ -46,7 +77,14 @@ class SpecError(RlsweepError, ValueError):
         if isinstance(problems, str):
             problems = [Problem(path, problems)]
         self.problems: tuple[Problem, ...] = tuple(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
+        super().__init__("\n".join(self.lines()))
+
+    def lines(self, limit: int = MAX_PROBLEMS_SHOWN) -> list[str]:
+        """The problems as lines to print, the first ``limit`` of them and a count of the rest."""
+        shown = [str(p) for p in self.problems[:limit]]
+        if len(self.problems) > limit:
+            shown.append(f"... and {len(self.problems) - limit} more problems")
+        return shown
 
 
 class IncompatibleError(SpecError):
@@ -84,6 +122,7 @@ class NonFiniteLossError(TrialError):
 
 
 __all__ = [
+    "MAX_PROBLEMS_SHOWN",
     "ExportError",
     "IncompatibleError",
     "NonFiniteLossError",
@@ -93,4 +132,5 @@ __all__ = [
     "SweepError",
     "TrialError",
     "UsageError",
+    "shorten",
 ]

@@ -24,7 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from rlsweep._dotted import set_in
 from rlsweep._schema import Section, check_field
-from rlsweep.errors import Problem, SpecError
+from rlsweep.errors import Problem, SpecError, shorten
 from rlsweep.metrics import metric_name_problem
 from rlsweep.seeds import SEED_PATH
 from rlsweep.search_spaces._domains import SearchSpace, domain_json_schema, parse_search_space
@@ -39,7 +39,10 @@ POLICIES_PATH = "policies"
 Text = Annotated[StrictStr, Field(min_length=1)]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
-Seconds = Annotated[StrictFloat, Field(ge=1)]
+Seconds = Annotated[StrictFloat, Field(ge=1, allow_inf_nan=False)]
+FiniteFloat = Annotated[StrictFloat, Field(allow_inf_nan=False)]
+#: numpy's and every searcher's seed range.
+Seed = Annotated[StrictInt, Field(ge=0, le=2**32 - 1)]
 
 
 class SearcherSpec(Section):
@@ -50,8 +53,8 @@ class SearcherSpec(Section):
 
     name: Text | None = None
     """random | grid | optuna | hyperopt | bayesopt | bohb; default: chosen from the scheduler and the space"""
-    seed: NonNegativeInt | None = None
-    """seed of the searcher's draws: the same spec then tries the same configs"""
+    seed: Seed | None = None
+    """seed of the searcher's draws (0 to 2**32 - 1): the same spec then tries the same configs"""
 
     @property
     def options(self) -> dict[str, Any]:
@@ -73,11 +76,11 @@ class SchedulerSpec(Section):
 
 
 class BudgetSpec(Section):
-    env_steps: PositiveInt
+    env_steps: Annotated[StrictInt, Field(ge=1, le=10**12)]
     """environment steps per trial: the scheduler's time unit"""
-    trials: PositiveInt = 4
+    trials: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 4
     """how many trials (configs) the sweep runs"""
-    max_concurrent: PositiveInt | None = None
+    max_concurrent: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     """trials at once; default: what the cluster's CPUs hold"""
     time_s: Seconds | None = None
     """wall-clock cap for the whole sweep, in seconds"""
@@ -135,7 +138,7 @@ class FailureSpec(Section):
 class RaySpec(Section):
     address: Text | None = None
     """null: start a local runtime; "auto" or "ray://host:port" joins a cluster"""
-    num_cpus: PositiveInt | None = None
+    num_cpus: Annotated[StrictInt, Field(ge=1, le=4096)] | None = None
     """CPUs of the local runtime; default: the machine's"""
     reuse_actors: StrictBool = True
     """run a new trial in a finished trial's worker process (Tune's reuse_actors), saving the process start
@@ -221,8 +224,8 @@ class SweepSpec(Section):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, title="rlsweep spec")
 
-    name: Text = "sweep"
-    """experiment name: the folder under storage and the MLflow parent run; default: the file's name"""
+    name: Annotated[StrictStr, Field(min_length=1, max_length=100)] = "sweep"
+    """experiment name (at most 100 characters): the folder under storage and the MLflow parent run; default: the file's name"""
     algorithm: Text
     """any RLlib algorithm name: PPO, APPO, IMPALA, DQN, SAC, ..."""
     env: Text
@@ -246,7 +249,7 @@ class SweepSpec(Section):
     overrides it)"""
     metric: MetricSpec = MetricSpec()
     """what "best" means"""
-    stop: dict[str, StrictFloat] = {}
+    stop: dict[str, FiniteFloat] = {}
     """per-trial thresholds that end a trial early: metric -> value"""
     checkpoint: CheckpointSpec = CheckpointSpec()
     """how often a trial checkpoints and how many it keeps"""
@@ -313,15 +316,25 @@ def _allow_null(prop: dict[str, Any], defs: dict[str, Any]) -> None:
 # --- YAML ----------------------------------------------------------------------------------------------
 
 
-class _StrictLoader(yaml.SafeLoader):
+#: What a spec may be, whatever it holds: a file's size, how deep it nests, and how many values it holds
+#: with every YAML alias expanded (an alias bomb of 10^8 values in 1 KB is refused, not expanded).
+MAX_SPEC_BYTES, MAX_DEPTH, MAX_VALUES, MAX_STRING = 2_000_000, 40, 200_000, 100_000
+
+
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where installed: 10x faster
     """The safe loader (no object construction) that also refuses duplicate keys, which YAML would
-    otherwise resolve silently to the last one."""
+    otherwise resolve silently to the last one, and keys that are not plain scalars."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, Any] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"keys must be plain values, got a {type(key).__name__} (line {mark.line + 1})", mark
+            )
         if key in seen:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
@@ -341,15 +354,63 @@ def read_document(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         SpecError: the file is missing or is not valid YAML (with its line and column).
     """
     if isinstance(source, Mapping):
+        _check_size(source, "")
         return copy.deepcopy(dict(source))
     path = Path(source)
     try:
-        text = path.read_text()
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(f"the spec file is {path.stat().st_size:,} bytes; a spec is at most {MAX_SPEC_BYTES:,}", str(path))
+        data = path.read_bytes()
     except OSError as exc:
         raise SpecError(f"cannot read spec file: {exc.strerror or exc}", str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SpecError(f"not UTF-8 text: byte {data[exc.start]:#x} at line {line}", str(path)) from None
     document = parse_yaml(text, str(path))
     document.setdefault("name", path.stem)
     return document
+
+
+def _check_size(document: Any, where: str) -> None:
+    """Refuse a document that nests deeper than :data:`MAX_DEPTH`, refers to itself, holds a string over
+    :data:`MAX_STRING` characters or an integer over 64 bits, or expands to more than :data:`MAX_VALUES`
+    values. Shared parts (YAML aliases, a list reused in a dict) count each time they are used, yet each
+    is walked once. Problems name the spec path (the first way to reach the value)."""
+    sizes: dict[int, int] = {}
+    open_ids: set[int] = set()
+    stack: list[tuple[Any, int, bool, str]] = [(document, 0, False, "")]
+    while stack:
+        value, depth, closing, path = stack.pop()
+        here = path or where
+        if isinstance(value, Mapping):
+            children = [(f"{path}.{k}" if path else str(k), c) for k, v in value.items() for c in (k, v)]
+        else:
+            children = [(f"{path}[{i}]", c) for i, c in enumerate(value)]
+        if closing:
+            open_ids.discard(id(value))
+            total = 1 + sum(sizes.get(id(c), 1) if isinstance(c, (Mapping, list, tuple)) else 1 for _, c in children)
+            sizes[id(value)] = total
+            if total > MAX_VALUES:
+                raise SpecError(f"expands to over {MAX_VALUES:,} values (YAML aliases count each time they are "
+                                "used); write the values a sweep needs", here)
+            continue
+        if id(value) in sizes:
+            continue
+        if depth > MAX_DEPTH:
+            raise SpecError(f"nests deeper than {MAX_DEPTH} levels", here)
+        open_ids.add(id(value))
+        stack.append((value, depth, True, path))
+        for child_path, child in children:
+            if isinstance(child, (Mapping, list, tuple)):
+                if id(child) in open_ids:
+                    raise SpecError("refers to itself (a recursive YAML alias)", child_path)
+                stack.append((child, depth + 1, False, child_path))
+            elif isinstance(child, str) and len(child) > MAX_STRING:
+                raise SpecError(f"holds a string of {len(child):,} characters; at most {MAX_STRING:,}", child_path)
+            elif isinstance(child, int) and child.bit_length() > 64:
+                raise SpecError(f"is an integer of {child.bit_length():,} bits; a spec's integers fit in 64 bits", child_path)
 
 
 def parse_yaml(text: str, where: str) -> dict[str, Any]:
@@ -362,8 +423,13 @@ def parse_yaml(text: str, where: str) -> dict[str, Any]:
         raise SpecError(f"invalid YAML: {exc.problem or exc}", at) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"invalid YAML: {exc}", where) from None
+    except RecursionError:
+        raise SpecError(f"invalid YAML: nests deeper than {MAX_DEPTH} levels", where) from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's limit on int(str))
+        raise SpecError(f"invalid YAML: a value YAML cannot hold as a number ({str(exc).split(';')[0]})", where) from None
     if not isinstance(document, dict):
         raise SpecError(f"a spec must be a YAML mapping, got {type(document).__name__}", where)
+    _check_size(document, where)
     return document
 
 
@@ -408,8 +474,12 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
     """
     problems: list[Problem] = []
     doc = dict(document)
-    for unknown in sorted(set(doc) - set(TOP_LEVEL), key=str):
-        problems.append(Problem(str(unknown), f"unknown key; expected one of {sorted(TOP_LEVEL)}"))
+    unknown = sorted(set(doc) - set(TOP_LEVEL), key=str)
+    shown = 10  # a handful says what is wrong; the rest are counted, so other problems still show
+    for key in unknown[:shown]:
+        problems.append(Problem(str(key), f"unknown key; expected one of {sorted(TOP_LEVEL)}"))
+    if len(unknown) > shown:
+        problems.append(Problem("", f"... and {len(unknown) - shown:,} more unknown top-level keys"))
 
     values: dict[str, Any] = {}
     for name in TOP_LEVEL:
@@ -448,9 +518,37 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
     return SweepSpec.model_construct(**values, search_space=space, policies=setups, document=dict(document)), []
 
 
+#: What YAML 1.1 reads as a string although a user meant a number: an exponent without a dot (1e-3).
+_NUMBER_AS_TEXT = re.compile(r"^[-+]?\d+[eE][-+]?\d+$")
+
+
+def _numbers_read_as_text(doc: Mapping[str, Any]) -> list[Problem]:
+    """``training.lr: 1e-3`` is the string '1e-3' to YAML (it needs 1.0e-3): RLlib then fails on a string
+    with a message about something else. Say so at the path, for fixed settings and searched values."""
+    found = []
+    config, space = doc.get("config"), doc.get("search_space")
+    for section, mapping in (("config", config), ("search_space", space)):
+        if not isinstance(mapping, Mapping):
+            continue
+        for path, value in mapping.items():
+            candidates = [value]
+            if isinstance(value, Mapping):
+                candidates = [v for k, v in value.items() if k != "when"]
+                candidates = [x for v in candidates for x in (v if isinstance(v, list) else [v])]
+            for candidate in candidates:
+                if isinstance(candidate, str) and _NUMBER_AS_TEXT.match(candidate.strip()):
+                    mantissa, _, exponent = candidate.strip().lower().partition("e")
+                    found.append(Problem(f"{section}.{path}", f"{candidate!r} is text to YAML, not a number; write "
+                                         f"{mantissa}.0e{exponent} (YAML needs the dot)"))
+    return found
+
+
 def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
     """Rules between sections, checked on whatever sections parsed."""
-    problems = []
+    problems = _numbers_read_as_text(doc)
+    storage = values.get("storage")
+    if isinstance(storage, str) and "://" not in storage and Path(storage).expanduser().is_file():
+        problems.append(Problem("storage", f"is a file, not a folder: {shorten(storage)}"))
     name = values.get("name")
     if isinstance(name, str) and (not _NAME_RE.match(name) or ".." in name):
         problems.append(Problem("name", f"must be a folder name of letters, digits, '.', '_' and '-' (no '..'), got {name!r}"))

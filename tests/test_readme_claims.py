@@ -93,3 +93,77 @@ def test_the_parent_run_carries_the_summary_metrics(tmp_path):
         "errored_trials": 1,
         "env_steps_total": 4000 + 4000 + 2000,
     }
+
+
+# --- claims about running sweeps (a real Ray runtime, tiny PPO trials) ----------------------------------
+
+STEP = 200
+GOOD, BAD = {"reward": 1.0, "length": 10}, {"reward": 0.0, "length": 10}
+
+
+def _constant_reward_sweep(tmp_path: Path, name: str, rewards: list[dict], **sections) -> dict:
+    """Trials whose return is known before they run: 10 x the env's reward per episode."""
+    from tests.conftest import small_ppo
+
+    return small_ppo(
+        name, tmp_path / "results", batch=STEP, minibatch=100, epochs=1,
+        env="tests.envs.constant:ConstantReward",
+        search_space={"environment.env_config": {"grid": rewards}}, searcher="grid", **sections,
+    )
+
+
+@pytest.mark.slow
+def test_a_second_run_of_the_same_spec_goes_to_a_dated_folder_and_overwrites_nothing(tmp_path, ray_runtime):
+    """README: 'a second run of the same spec goes to `<name>-<date>`: nothing already computed is
+    overwritten'."""
+    import re
+
+    import rlsweep
+
+    spec = rlsweep.load_spec(_constant_reward_sweep(tmp_path, "twice", [GOOD], budget={"env_steps": STEP, "trials": 1}))
+    first = rlsweep.run(spec, verbose=0).path
+    before = {p: p.read_bytes() for p in first.rglob("*") if p.is_file()}
+    second = rlsweep.run(spec, verbose=0).path
+    assert first.name == "twice" and re.fullmatch(r"twice-\d{8}-\d{6}", second.name), second
+    assert second.parent == first.parent
+    assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == before
+    assert len(rlsweep.load(second).trials) == 1
+
+
+@pytest.mark.slow
+def test_stop_thresholds_end_a_trial_at_runtime(tmp_path, ray_runtime):
+    """README: `stop` holds 'per-trial thresholds that end a trial early: metric -> value'."""
+    import rlsweep
+
+    budget = 4 * STEP
+    spec = rlsweep.load_spec(_constant_reward_sweep(
+        tmp_path, "stops", [GOOD, BAD], budget={"env_steps": budget, "trials": 2}, stop={"return_mean": 5.0},
+    ))
+    result = rlsweep.run(spec, verbose=0)
+    assert not result.interrupted and result.errored_trials == 0
+    final = {t.config["environment.env_config"]["reward"]: (t.state, t.rows[-1]["env_steps"]) for t in rlsweep.load(result.path).trials}
+    # GOOD returns 10 >= 5 at its first report and stops there; BAD (0) runs its whole budget.
+    assert final == {1.0: ("TERMINATED", STEP), 0.0: ("TERMINATED", budget)}
+
+
+@pytest.mark.slow
+def test_the_time_budget_ends_the_sweep_and_it_is_not_reported_as_interrupted(tmp_path, ray_runtime, capsys):
+    """README: `budget.time_s` is a 'wall-clock cap for the whole sweep'."""
+    import time
+
+    import rlsweep
+
+    document = _constant_reward_sweep(
+        tmp_path, "capped", [GOOD] * 12, budget={"env_steps": 50 * STEP, "trials": 12, "max_concurrent": 1, "time_s": 20},
+    )
+    spec = rlsweep.load_spec(document)
+    start = time.monotonic()
+    result = rlsweep.run(spec, verbose=0)
+    took = time.monotonic() - start
+    sweep = rlsweep.load(result.path)
+    # Twelve trials of 10,000 env steps one at a time take minutes; the cap ended the sweep after ~20 s.
+    assert took < 120, took
+    assert 1 <= len(sweep.trials) < 12
+    assert all(t.rows[-1]["env_steps"] < 50 * STEP for t in sweep.trials if t.rows)
+    # The cap is the user's own limit: the sweep ended as asked, not interrupted.
+    assert not result.interrupted, result.unfinished_trials

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, WithJsonSchema
 
 from rlsweep._schema import Section
-from rlsweep.errors import IncompatibleError, Problem
+from rlsweep.errors import IncompatibleError, Problem, shorten
 from rlsweep.metrics import EVALUATION_METRICS
 from rlsweep.schedulers._base import EVERY_REPORT, TIME_ATTR, CheckpointRule, SchedulerEntry
 from rlsweep.search_spaces import Fixed, explore_into_domains, mutation_compiler
@@ -23,9 +24,9 @@ def _two_positive_numbers(value: Any) -> Any:
     if not (
         isinstance(value, list)
         and len(value) == 2
-        and all(isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in value)
+        and all(isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < math.inf for f in value)
     ):
-        raise ValueError(f"must be two positive numbers, got {value!r}")
+        raise ValueError(f"must be two positive numbers (finite), got {shorten(value)}")
     return [float(f) for f in value]
 
 
@@ -54,7 +55,7 @@ class _Budgeted(Section):
 class _Halving(_Budgeted):
     grace_env_steps: EnvSteps | None = None
     """env steps every trial gets before it can be stopped (default: max_env_steps / reduction_factor^2)"""
-    reduction_factor: Annotated[StrictFloat, Field(gt=1)] = 3
+    reduction_factor: Annotated[StrictFloat, Field(gt=1, le=100, allow_inf_nan=False)] = 3
     """keep 1/reduction_factor of the trials at each rung"""
 
     def grace(self, spec: SweepSpec) -> int:
@@ -62,8 +63,8 @@ class _Halving(_Budgeted):
 
 
 class AshaOptions(_Halving):
-    brackets: EnvSteps = 1
-    """number of brackets"""
+    brackets: Annotated[StrictInt, Field(ge=1, le=10)] = 1
+    """number of brackets (1 to 10; each is a grace period reduction_factor times the last)"""
 
 
 class HyperBandOptions(_Halving):
@@ -89,7 +90,7 @@ class MedianOptions(Section):
 class Pb2Options(Section):
     perturbation_env_steps: EnvSteps | None = None
     """env steps between a trial's exploit/explore steps (default: budget / 10)"""
-    quantile_fraction: Annotated[StrictFloat, Field(gt=0, le=0.5)] = 0.25
+    quantile_fraction: Annotated[StrictFloat, Field(gt=0, le=0.5, allow_inf_nan=False)] = 0.25
     """fraction of trials that copy (bottom) and are copied (top)"""
     synch: StrictBool = False
     """perturb all trials at once (slower trials hold up the rest)"""
@@ -103,7 +104,7 @@ class Pb2Options(Section):
 class PbtOptions(Pb2Options):
     burn_in_env_steps: Annotated[StrictInt, Field(ge=0)] = 0
     """env steps before the first perturbation"""
-    resample_probability: Annotated[StrictFloat, Field(ge=0, le=1)] = 0.25
+    resample_probability: Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)] = 0.25
     """chance a mutated value is redrawn from its domain instead of perturbed"""
     perturbation_factors: Annotated[
         list[StrictFloat],

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rlsweep.errors import Problem
+from rlsweep.errors import Problem, shorten
 
 
 @dataclass(frozen=True)
@@ -203,8 +203,12 @@ def _numbers(args: Any, names: Sequence[str]) -> tuple[list[Any] | None, list[st
             return None, [f"missing argument(s) {missing}; expected {list(names)}"]
         args = [args[n] for n in names]
     if not isinstance(args, (list, tuple)) or len(args) != len(names):
-        return None, [f"expects [{', '.join(names)}], got {args!r}"]
-    bad = [f"{n} must be a number, got {v!r}" for n, v in zip(names, args) if not _is_number(v)]
+        return None, [f"expects [{', '.join(names)}], got {shorten(args)}"]
+    bad = [f"{n} must be a number, got {shorten(v)}" for n, v in zip(names, args) if not _is_number(v)]
+    bad += [f"{n} must be finite, got {v}" for n, v in zip(names, args) if _is_number(v) and not math.isfinite(v)]
+    # Beyond a float's exact integers, bounds stop meaning what they say (and searchers draw floats).
+    bad += [f"{n} must be within +-2**53, got {shorten(v)}" for n, v in zip(names, args)
+            if _is_number(v) and math.isfinite(v) and abs(v) > 2**53]
     return (None, bad) if bad else (list(args), [])
 
 
@@ -217,7 +221,7 @@ def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: 
             return None, errors
         low, high = values[0], values[1]
         if integer:
-            errors += [f"{n} must be an integer, got {v!r}" for n, v in zip(names, values) if not _is_int(v)]
+            errors += [f"{n} must be an integer, got {shorten(v)}" for n, v in zip(names, values) if not _is_int(v)]
         if not low < high:
             # Equal bounds would be a constant: write the value itself (a fixed value) instead.
             errors.append(f"low must be < high, got low={low}, high={high}")
@@ -265,7 +269,10 @@ _parse_normal.integer = False  # type: ignore[attr-defined]
 def _values(cls: type) -> Callable[[Any], ParseResult]:
     def parse(args: Any) -> ParseResult:
         if not isinstance(args, (list, tuple)) or not args:
-            return None, [f"expects a non-empty list of values, got {args!r}"]
+            return None, [f"expects a non-empty list of values, got {shorten(args)}"]
+        odd = [v for v in args if isinstance(v, float) and not math.isfinite(v)]
+        if odd:
+            return None, [f"values must be finite numbers where they are numbers, got {odd[0]}"]
         return cls(tuple(args)), []
 
     parse.arguments = None  # type: ignore[attr-defined]  # a list of values
@@ -331,13 +338,13 @@ def parse_search_space(raw: Any, *, where: str = "search_space") -> tuple[Search
     if raw is None:
         return SearchSpace(), problems
     if not isinstance(raw, Mapping):
-        return SearchSpace(), [Problem(where, f"must be a mapping of parameter paths to domains, got {raw!r}")]
+        return SearchSpace(), [Problem(where, f"must be a mapping of parameter paths to domains, got {shorten(raw)}")]
 
     parameters: dict[str, Parameter] = {}
     for path, value in raw.items():
         loc = f"{where}.{path}"
         if not isinstance(path, str) or not path:
-            problems.append(Problem(where, f"parameter names must be non-empty strings, got {path!r}"))
+            problems.append(Problem(where, f"parameter names must be non-empty strings, got {shorten(path)}"))
             continue
         domain, when, errors = _parse_entry(value)
         problems.extend(Problem(loc, e) for e in errors)
@@ -356,7 +363,7 @@ def parse_search_space(raw: Any, *, where: str = "search_space") -> tuple[Search
                 for value in allowed:
                     if not parent_domain.contains(value) and not _loosely_contains(parent_domain, value):
                         problems.append(
-                            Problem(loc, f"value {value!r} can never be drawn from {parent!r} ({parent_domain.kind})")
+                            Problem(loc, f"value {shorten(value)} can never be drawn from {parent!r} ({parent_domain.kind})")
                         )
     ordered, cycle = _order_by_conditions(parameters)
     if cycle:
@@ -375,11 +382,11 @@ def _parse_entry(value: Any) -> tuple[Domain | None, dict[str, tuple[Any, ...]],
     if not (isinstance(value, Mapping) and value and set(value) - {"when"} <= set(DOMAIN_PARSERS) | {"fixed"}):
         if isinstance(value, Mapping) and "when" in value:
             others = sorted(set(value) - {"when"})
-            return None, {}, [f"unknown domain {others!r}; expected one of {list(DOMAIN_KINDS)} or 'fixed'"]
+            return None, {}, [f"unknown domain {shorten(others)}; expected one of {list(DOMAIN_KINDS)} or 'fixed'"]
         return Fixed(value), {}, []
     kinds = [k for k in value if k != "when"]
     if len(kinds) != 1:
-        return None, {}, [f"give exactly one domain, got {kinds!r}"]
+        return None, {}, [f"give exactly one domain, got {shorten(kinds)}"]
     kind = kinds[0]
     errors: list[str] = []
     if kind == "fixed":
@@ -391,7 +398,7 @@ def _parse_entry(value: Any) -> tuple[Domain | None, dict[str, tuple[Any, ...]],
     if "when" in value:
         raw_when = value["when"]
         if not isinstance(raw_when, Mapping) or not raw_when:
-            errors.append(f"when: must map parameter paths to a value or a list of values, got {raw_when!r}")
+            errors.append(f"when: must map parameter paths to a value or a list of values, got {shorten(raw_when)}")
         else:
             for parent, allowed in raw_when.items():
                 allowed_values = tuple(allowed) if isinstance(allowed, list) else (allowed,)

@@ -6,13 +6,14 @@ import contextlib
 import difflib
 import inspect
 import logging
+import typing
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from rlsweep._dotted import unflatten
 from rlsweep._envs import resolve_env
-from rlsweep.errors import Problem
+from rlsweep.errors import Problem, shorten
 from rlsweep.spec import POLICIES_PATH, PolicySetup
 
 if TYPE_CHECKING:
@@ -169,12 +170,28 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
     return config
 
 
+def _is_setter(config: Any, function: Any) -> bool:
+    """Whether a config method is one of RLlib's setters (``training``, ``env_runners``, ...): it returns the
+    config itself and sets config fields of its arguments' names. Not ``build_algo``, ``copy``, ``get_...``
+    or ``update_from_dict``, which a spec path must never call."""
+    signature = inspect.signature(function)
+    returns = signature.return_annotation
+    if not (returns is typing.Self or (isinstance(returns, str) and returns.endswith(("Config", "Self")))):
+        return False
+    names = [n for n, p in signature.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    if any(signature.parameters[n].default is inspect.Parameter.empty for n in names):
+        return False
+    return any(hasattr(config, n) for n in names)
+
+
+@lru_cache(maxsize=None)
 def _method_arguments(config_class: type) -> dict[str, list[str]]:
-    """Public config methods -> their keyword arguments, including those a subclass passes on to its
+    """RLlib's setter methods -> their keyword arguments, including those a subclass passes on to its
     parent through ``**kwargs`` (``PPOConfig.training`` takes ``lr`` from ``AlgorithmConfig.training``)."""
     arguments: dict[str, list[str]] = {}
-    for name, _ in inspect.getmembers(config_class, inspect.isfunction):
-        if name.startswith("_"):
+    config = config_class()
+    for name, function in inspect.getmembers(config_class, inspect.isfunction):
+        if name.startswith("_") or not _is_setter(config, function):
             continue
         names: list[str] = []
         for klass in config_class.__mro__:
@@ -208,13 +225,43 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
         if method not in methods:
             near = difflib.get_close_matches(method, methods, n=3)
             hint = f"; did you mean {near}?" if near else ""
-            problems.append(Problem(where, f"{spec.algorithm}Config has no method {method!r}{hint}"))
+            what = "is not a setter method of" if hasattr(config_class, method) else "is not a method of"
+            hint = hint or f"; its setters: {sorted(methods)}"
+            problems.append(Problem(where, f"{method!r} {what} {spec.algorithm}Config (a path is setter.argument){hint}"))
             continue
         names = methods[method]
         if argument not in names:
             near = difflib.get_close_matches(argument, names, n=3)
             hint = f"did you mean {near}?" if near else f"its arguments: {names}"
             problems.append(Problem(where, f"{spec.algorithm}Config.{method}() takes no argument {argument!r}; {hint}"))
+            continue
+        if (method, argument) == ("rl_module", "model_config"):
+            problems += _model_config_problems(spec, section, path)
+    return problems
+
+
+def _model_config_problems(spec: SweepSpec, section: str, path: str) -> list[Problem]:
+    """Keys under ``rl_module.model_config`` that RLlib's default model does not have: it ignores them, and
+    the default network would train instead of the one the user wrote."""
+    import dataclasses
+
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    if "rl_module.rl_module_spec" in spec.config or "rl_module.rl_module_spec" in spec.search_space.paths:
+        return []  # a custom RLModule reads its own keys
+    fields = sorted(f.name for f in dataclasses.fields(DefaultModelConfig))
+    tail = path.split(".")[2:]
+    if tail:
+        keys = [tail[0]]
+    else:
+        value = spec.config.get(path) if section == "config" else None
+        keys = list(value) if isinstance(value, Mapping) else []
+    problems = []
+    for key in keys:
+        if key not in fields:
+            near = difflib.get_close_matches(str(key), fields, n=2)
+            hint = f"did you mean {near}?" if near else f"its keys: {fields}"
+            problems.append(Problem(f"{section}.{path}", f"RLlib's default model has no setting {shorten(key)}; {hint}"))
     return problems
 
 

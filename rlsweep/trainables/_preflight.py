@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlsweep._envs import env_problem
+from rlsweep._envs import env_problem, made_env_problem
 from rlsweep.errors import Problem
 from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace, random_draws
 from rlsweep.trainables._config import agent_ids, algorithm_names, build_config, path_problems, settings_for, trial_resources
@@ -87,6 +87,8 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
         return [Problem("algorithm", f"unknown RLlib algorithm {spec.algorithm!r}; expected one of {names}")]
     if (message := env_problem(spec.env)) is not None:
         problems.append(Problem("env", message))
+    elif (made := made_env_problem(spec.env, spec.env_config)) is not None:
+        problems.append(Problem(*made))
     else:
         problems += _policy_problems(spec)
     problems += path_problems(spec)

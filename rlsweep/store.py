@@ -19,6 +19,7 @@ directory can be read after the driver exited or crashed, on another machine, wh
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import logging
@@ -53,6 +54,9 @@ CONFIRMATION_FILE = "rlsweep_confirmation.json"
 CANDIDATE_KEY, TEST_SEED_KEY = "candidate", "seed"
 #: What a reader needs to trust and rerun a confirmed sweep, as data and as a page.
 REPRODUCIBILITY_JSON, REPRODUCIBILITY_MD = "reproducibility.json", "reproducibility.md"
+#: Held (flock) by whatever writes this sweep to MLflow, the export or the live logger: MLflow has no
+#: transactions, so two writers that each find no run for a trial would each create one.
+MLFLOW_LOCK = ".rlsweep_mlflow.lock"
 
 # --- Tune's files and keys (Ray 2.60) -------------------------------------------------------------------
 RESULT_FILE = "result.json"
@@ -111,6 +115,42 @@ def read_sweep_info(path: Path) -> dict[str, Any]:
     if not isinstance(info, dict) or "sweep_id" not in info:
         raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE} has no sweep_id)")
     return info
+
+
+@contextlib.contextmanager
+def mlflow_lock(root: Path) -> Iterator[None]:
+    """Hold the sweep's MLflow lock (an advisory ``flock`` on a file in its directory), waiting for whoever
+    holds it: two exports, or an export and the live logger, then write one after the other and each sees
+    what the other wrote. Works between processes on the machine (or file system) holding the directory."""
+    import fcntl
+
+    with open(root / MLFLOW_LOCK, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def read_new_rows(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The complete result rows in a ``result.json`` from byte ``offset`` on, and the offset after the last
+    complete line (a line Tune is still writing waits for the next call)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    rows = []
+    for line in data[:end].splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if isinstance(row, dict):  # as read_rows counts them: a garbled line is no row
+            rows.append(row)
+    return rows, offset + end
 
 
 def spec_file(path: Path) -> Path:

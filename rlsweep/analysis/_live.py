@@ -1,10 +1,15 @@
-"""Live MLflow logging while a sweep runs, off the hot path.
+"""Live MLflow logging while a sweep runs, off the hot path, and through an MLflow server's restarts.
 
 Ray's ``MLflowLoggerCallback`` makes one blocking MLflow call per metric per result on Tune's driver loop.
-Here the driver only puts each result on a queue; a background thread wakes every ``flush_s`` seconds and
-writes everything queued with one ``log_batch`` per trial (up to 1,000 values a call). The runs it makes are
-the ones :func:`rlsweep.analysis._mlflow.export` finds again, so the export after the sweep adds only what
-the live logger had not written yet.
+Here the driver only notes which trial has a new result; a background thread wakes every ``flush_s``
+seconds and, for each such trial, sends the rows its ``result.json`` holds beyond what its MLflow run
+already has, with one ``log_batch`` per trial (up to 1,000 values a call).
+
+The rows wait in the trial's own ``result.json``, not in memory: while the MLflow server is down (or
+restarting) the logger holds only the set of trials with news and the byte offset it read each file to,
+warns once, and sends everything when the server answers again. It writes under the sweep's MLflow lock
+and reads each run's row count (``rlsweep.rows_exported``) before writing, exactly as the export does,
+so the two never create a run twice or log a row twice, in whichever order they run.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +29,9 @@ from rlsweep.analysis._mlflow import (
     log_rows,
     param_entities,
     parent_run,
+    server_problem,
     trial_params,
 )
-from rlsweep.metrics import exported
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -35,6 +39,77 @@ if TYPE_CHECKING:
 log = logging.getLogger("rlsweep")
 
 _STOP = object()
+
+
+class _Tail:
+    """Where the live logger is in one trial's result file and its MLflow run."""
+
+    def __init__(self, run_id: str, rows_done: int) -> None:
+        self.run_id, self.rows_done, self.offset = run_id, rows_done, 0
+        self.synced = False  # offset matches rows_done (a file read from its start once)
+
+
+class MlflowTailer:
+    """Sends each trial's new result rows to its MLflow run, from the trial's ``result.json``."""
+
+    def __init__(self, spec: SweepSpec, path: Path, sweep_id: str) -> None:
+        self.spec, self.path, self.sweep_id = spec, path, sweep_id
+        self.client: Any = None
+        self.experiment: str | None = None
+        self.parent: str | None = None
+        self.tails: dict[str, _Tail] = {}
+
+    def flush(self, trials: dict[str, tuple[str, dict]]) -> None:
+        """Send what ``trials`` (trial id -> (its folder, its config)) hold beyond their runs. Raises what
+        MLflow raises; nothing is lost then: the next flush (or the export) sends it."""
+        settings = self.spec.mlflow
+        if settings is None or not trials:
+            return
+        if (problem := server_problem(settings.tracking_uri)) is not None:
+            raise ConnectionError(problem)
+        if self.client is None:
+            from mlflow import MlflowClient
+
+            self.client = MlflowClient(tracking_uri=settings.tracking_uri)
+        client = self.client
+        with store.mlflow_lock(self.path):
+            if self.experiment is None or self.parent is None:
+                self.experiment = experiment_id(client, settings.experiment)
+                self.parent = parent_run(
+                    client, self.experiment, self.spec, self.sweep_id, self.path,
+                    str(self.spec.searcher.name), str(self.spec.scheduler.name),
+                )
+            if any(t not in self.tails for t in trials):
+                for trial_id, run in child_runs(client, self.experiment, self.sweep_id).items():
+                    if trial_id not in self.tails:
+                        self.tails[trial_id] = _Tail(run.info.run_id, int(run.data.tags.get(ROWS_TAG, 0)))
+            for trial_id, (trial_path, config) in trials.items():
+                self._send(trial_id, Path(trial_path), config)
+
+    def _send(self, trial_id: str, trial_path: Path, config: dict) -> None:
+        client = self.client
+        params: list[Any] = []
+        tail = self.tails.get(trial_id)
+        if tail is None:
+            run_id = create_child(client, self.experiment, self.sweep_id, self.parent, trial_id, trial_path)
+            tail = self.tails[trial_id] = _Tail(run_id, 0)
+            # The trial recorded its settings as it started, before its first result.
+            params = param_entities(trial_params(store.read_trial_settings(trial_path), config))
+        else:
+            run = client.get_run(tail.run_id)
+            done = int(run.data.tags.get(ROWS_TAG, 0))
+            if done != tail.rows_done or not tail.synced:
+                # Someone else (an export) wrote rows, or this is the first look: count from the start.
+                tail.rows_done, tail.offset, tail.synced = done, 0, False
+            if not run.data.params:
+                params = param_entities(trial_params(store.read_trial_settings(trial_path), config))
+        rows, offset = store.read_new_rows(trial_path / store.RESULT_FILE, tail.offset)
+        if not tail.synced:
+            rows = rows[tail.rows_done :]
+        if rows or params:
+            log_rows(client, tail.run_id, rows, tail.rows_done + len(rows), params)
+        tail.rows_done += len(rows)
+        tail.offset, tail.synced = offset, True
 
 
 def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0) -> Any:
@@ -60,8 +135,8 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             self._thread.start()
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-            keep = {k: v for k, v in result.items() if exported(k) or k == store.TIMESTAMP_KEY}
-            self._queue.put((trial.trial_id, dict(trial.config), trial.path, keep))
+            # Only which trial has news: the row itself is in its result.json (Tune's JSON logger runs first).
+            self._queue.put((trial.trial_id, str(trial.path), dict(trial.config)))
 
         def on_experiment_end(self, trials: list, **info: Any) -> None:
             self._queue.put(_STOP)
@@ -69,62 +144,27 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
                 self._thread.join(timeout=300)
 
         def _run(self) -> None:
-            from mlflow import MlflowClient
-
-            settings = spec.mlflow
-            if settings is None:
-                return self._drain_until_stop()
-            client = MlflowClient(tracking_uri=settings.tracking_uri)
-            # A trial whose live log failed is left to the export after the sweep, which resumes from the
-            # last row count the live log recorded.
-            broken: set[str] = set()
-            try:
-                experiment = experiment_id(client, settings.experiment)
-                parent = parent_run(
-                    client, experiment, spec, sweep_id, path, str(spec.searcher.name), str(spec.scheduler.name)
-                )
-                runs = {t: (r.info.run_id, int(r.data.tags.get(ROWS_TAG, 0))) for t, r in child_runs(client, experiment, sweep_id).items()}
-            except Exception as exc:  # noqa: BLE001 - never fail the sweep over its live log
-                log.warning("live MLflow logging is off (%s); the export after the sweep still logs everything", exc)
-                return self._drain_until_stop()
+            tailer = MlflowTailer(spec, path, sweep_id)
+            pending: dict[str, tuple[str, dict]] = {}
             stopping = False
             while not stopping:
-                pending: dict[str, list[dict]] = defaultdict(list)
-                configs: dict[str, tuple[dict, Any]] = {}
                 try:
                     item = self._queue.get(timeout=flush_s)
                     while True:
                         if item is _STOP:
                             stopping = True
                         else:
-                            trial_id, config, trial_path, row = item
-                            pending[trial_id].append(row)
-                            configs[trial_id] = (config, trial_path)
+                            pending[item[0]] = (item[1], item[2])
                         item = self._queue.get_nowait()
                 except queue.Empty:
                     pass
-                for trial_id, rows in pending.items():
-                    if trial_id in broken:
-                        continue
-                    try:
-                        params = []
-                        if trial_id not in runs:
-                            config, trial_path = configs[trial_id]
-                            runs[trial_id] = (create_child(client, experiment, sweep_id, parent, trial_id, trial_path), 0)
-                            # The trial recorded its settings as it started, before its first result.
-                            settings = store.read_trial_settings(Path(trial_path))
-                            params = param_entities(trial_params(settings, config))
-                        run_id, done = runs[trial_id]
-                        log_rows(client, run_id, rows, done + len(rows), params)
-                        runs[trial_id] = (run_id, done + len(rows))
-                    except Exception as exc:  # noqa: BLE001
-                        broken.add(trial_id)
-                        if not self._warned:
-                            log.warning("live MLflow logging failed (%s); the export after the sweep fills the gap", exc)
-                            self._warned = True
-
-        def _drain_until_stop(self) -> None:
-            while self._queue.get() is not _STOP:
-                pass
+                try:
+                    tailer.flush(pending)
+                    pending.clear()
+                except Exception as exc:  # noqa: BLE001 - never fail the sweep over its live log
+                    if not self._warned:
+                        log.warning("live MLflow logging is waiting (%s); results wait in the trials' result.json "
+                                    "and are sent when MLflow answers (or by the export after the sweep)", exc)
+                        self._warned = True
 
     return LiveMlflowLogger()

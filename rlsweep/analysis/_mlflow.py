@@ -3,6 +3,12 @@
 Runs are found again by tags (``rlsweep.sweep_id``, ``rlsweep.trial_id``); each child records how many
 result rows it already holds, so a second export adds only what is new and never duplicates a run.
 Every write is a ``log_batch`` (MLflow's per-call ``log_metric`` is one request per value).
+
+MLflow has no transactions: two writers that each search for a trial's run, find none and create one
+would leave two. So every writer of a sweep (an export, the live logger) holds the sweep's lock
+(:func:`rlsweep.store.mlflow_lock`, a ``flock`` on a file in the experiment directory) from its search to
+its last write, and reads the runs and their row counts inside it: exports started together run one after
+the other, the second finds everything and writes nothing.
 """
 
 from __future__ import annotations
@@ -93,6 +99,24 @@ def log_rows(
     for i, (batch_params, batch_metrics) in enumerate(batches):
         tags = [RunTag(ROWS_TAG, str(rows_done))] if i == len(batches) - 1 else []
         client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=tags, synchronous=True)
+
+
+def server_problem(tracking_uri: str, timeout_s: float = 5.0) -> str | None:
+    """Why an MLflow server at an http(s) ``tracking_uri`` cannot be written to now (nothing answers its
+    ``/health``), or None; other stores are local. MLflow's own client would retry a dead address for
+    minutes before saying so."""
+    if not tracking_uri.startswith(("http://", "https://")):
+        return None
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{tracking_uri.rstrip('/')}/health", timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None  # something answers: a server behind a proxy may not serve /health
+    except (OSError, ValueError) as exc:
+        return f"nothing answers at {tracking_uri} ({getattr(exc, 'reason', exc)})"
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
@@ -270,9 +294,14 @@ def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str
     """
     settings = sweep.spec.mlflow or MlflowSpec()
     uri = tracking_uri or settings.tracking_uri or DEFAULT_TRACKING_URI
+    if (problem := server_problem(uri)) is not None:
+        raise ExportError(f"MLflow export to {uri} did not start: {problem}. Nothing in {sweep.path} is lost; run "
+                          f"`rlsweep export {sweep.path}` once the server is up")
     progress = {"trials": 0}
     try:
-        return _export(sweep, uri, experiment or settings.experiment, progress)
+        # One writer at a time per sweep (another export, the live logger): each finds what the other wrote.
+        with store.mlflow_lock(sweep.path):
+            return _export(sweep, uri, experiment or settings.experiment, progress)
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and SQLAlchemy's errors alike
         raise ExportError(
             f"MLflow export to {uri} stopped after {progress['trials']} of {len(sweep.trials)} trials: "

@@ -118,8 +118,8 @@ def param_importance(sweep: SweepView) -> dict[str, float]:
 
     frame, score = _param_frame(sweep)
     params = [c for c in frame.columns if c != score and frame[c].nunique(dropna=True) > 1]
-    if len(frame) < 3 or not params:
-        return {}
+    if len(frame) < 3 or not params or frame[score].nunique(dropna=True) < 2:
+        return {}  # too few trials, nothing searched varied, or every trial scored the same: nothing to rank
     logs = _log_params(sweep)
     distributions: dict[str, Any] = {}
     for name in params:

@@ -96,3 +96,46 @@ def test_live_logging_writes_results_while_the_sweep_runs_and_every_result_once(
         history = client.get_metric_history(after[trial.trial_id].info.run_id, "return_mean")
         assert [m.step for m in history] == [r["env_steps"] for r in trial.rows]
         assert after[trial.trial_id].info.status == "FINISHED"
+
+
+def test_live_logging_through_an_mlflow_server_restart_loses_and_doubles_nothing(tmp_path, ray_runtime):
+    from rlsweep.analysis._ui import free_port, start_server, stop_server
+
+    port, backend = free_port(), f"sqlite:///{tmp_path / 'server.db'}"
+    server, url = start_server(backend, port)
+    spec = rlsweep.load_spec(
+        small_ppo(
+            "restart", tmp_path / "results", batch=250, epochs=1,
+            budget={"env_steps": 2 * BUDGET, "trials": 2},
+            # Live only: whatever MLflow holds at the end, the live logger delivered.
+            mlflow={"tracking_uri": url, "experiment": "restart", "live": True, "export": False},
+        )
+    )
+    outcome: dict = {}
+    runner = threading.Thread(target=lambda: outcome.update(result=rlsweep.run(spec, verbose=0)), daemon=True)
+    runner.start()
+    client = MlflowClient(tracking_uri=url)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and runner.is_alive():
+            experiment = client.get_experiment_by_name("restart")
+            if experiment is not None and client.search_runs([experiment.experiment_id], "tags.`rlsweep.kind` = 'trial'"):
+                break
+            time.sleep(0.5)
+        assert runner.is_alive(), "the sweep ended before the server could be stopped"
+        stop_server(server)  # by its process group; the sweep goes on
+        time.sleep(8)
+        assert runner.is_alive(), "the sweep ended while the server was down: nothing waited"
+        server, _ = start_server(backend, port)  # same port, same store
+        runner.join(timeout=600)
+        assert not runner.is_alive() and "result" in outcome
+        sweep = load(outcome["result"].path)
+        experiment = client.get_experiment_by_name("restart")
+        runs = client.search_runs([experiment.experiment_id], "tags.`rlsweep.kind` = 'trial'")
+        assert sorted(r.data.tags["rlsweep.trial_id"] for r in runs) == sorted(t.trial_id for t in sweep.trials)
+        for run in runs:
+            (trial,) = [t for t in sweep.trials if t.trial_id == run.data.tags["rlsweep.trial_id"]]
+            logged = [int(m.step) for m in client.get_metric_history(run.info.run_id, "env_steps")]
+            assert sorted(logged) == [r["env_steps"] for r in trial.rows], (trial.trial_id, logged)
+    finally:
+        stop_server(server)

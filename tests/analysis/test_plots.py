@@ -99,3 +99,16 @@ def test_parameter_importance_draws_bars(plots):
     # Two searched parameters that varied over five finished trials: one bar each, in the default blue.
     hues = _hue_clusters(rgb, min_pixels=200)
     assert len(hues) == 1 and hues[0][0] <= 205 <= hues[0][1], hues
+
+
+def test_a_sweep_whose_trials_all_scored_the_same_still_gets_its_plots(tmp_path):
+    # fANOVA cannot rank parameters when the score never varies; the export must not fail on it.
+    from rlsweep.analysis._plots import param_importance
+
+    root = new_experiment(tmp_path / "exp")
+    for i in range(4):
+        write_trial(root, f"t{i}", [10.0, 10.0], config={"training.lr": 0.001 * (i + 1)})
+    sweep = load(root)
+    assert param_importance(sweep) == {}
+    saved = save_plots(sweep, tmp_path / "plots")
+    assert all(p.stat().st_size > 0 for p in saved)

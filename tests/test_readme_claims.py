@@ -164,6 +164,6 @@ def test_the_time_budget_ends_the_sweep_and_it_is_not_reported_as_interrupted(tm
     # Twelve trials of 10,000 env steps one at a time take minutes; the cap ended the sweep after ~20 s.
     assert took < 120, took
     assert 1 <= len(sweep.trials) < 12
-    assert all(t.rows[-1]["env_steps"] < 50 * STEP for t in sweep.trials if t.rows)
+    assert all(t.state == "TERMINATED" for t in sweep.trials), [t.state for t in sweep.trials]
     # The cap is the user's own limit: the sweep ended as asked, not interrupted.
     assert not result.interrupted, result.unfinished_trials

@@ -59,8 +59,9 @@ class MlflowTailer:
         self.parent: str | None = None
         self.tails: dict[str, _Tail] = {}
 
-    def flush(self, trials: dict[str, tuple[str, dict]]) -> None:
-        """Send what ``trials`` (trial id -> (its folder, its config)) hold beyond their runs. Raises what
+    def flush(self, trials: dict[str, tuple[str, str, dict]]) -> None:
+        """Send what ``trials`` hold beyond their runs: trial id -> (its folder in the experiment directory,
+        the folder Tune's JSON logger writes its result.json in as the sweep runs, its config). Raises what
         MLflow raises; nothing is lost then: the next flush (or the export) sends it."""
         settings = self.spec.mlflow
         if settings is None or not trials:
@@ -83,10 +84,10 @@ class MlflowTailer:
                 for trial_id, run in child_runs(client, self.experiment, self.sweep_id).items():
                     if trial_id not in self.tails:
                         self.tails[trial_id] = _Tail(run.info.run_id, int(run.data.tags.get(ROWS_TAG, 0)))
-            for trial_id, (trial_path, config) in trials.items():
-                self._send(trial_id, Path(trial_path), config)
+            for trial_id, (trial_path, rows_path, config) in trials.items():
+                self._send(trial_id, Path(trial_path), Path(rows_path), config)
 
-    def _send(self, trial_id: str, trial_path: Path, config: dict) -> None:
+    def _send(self, trial_id: str, trial_path: Path, rows_path: Path, config: dict) -> None:
         client = self.client
         params: list[Any] = []
         tail = self.tails.get(trial_id)
@@ -103,7 +104,7 @@ class MlflowTailer:
                 tail.rows_done, tail.offset, tail.synced = done, 0, False
             if not run.data.params:
                 params = param_entities(trial_params(store.read_trial_settings(trial_path), config))
-        rows, offset = store.read_new_rows(trial_path / store.RESULT_FILE, tail.offset)
+        rows, offset = store.read_new_rows(rows_path / store.RESULT_FILE, tail.offset)
         if not tail.synced:
             rows = rows[tail.rows_done :]
         if rows or params:
@@ -135,8 +136,9 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             self._thread.start()
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-            # Only which trial has news: the row itself is in its result.json (Tune's JSON logger runs first).
-            self._queue.put((trial.trial_id, str(trial.path), dict(trial.config)))
+            # Only which trial has news: the row itself is in its result.json, which Tune's JSON logger (it
+            # runs first) writes in the trial's staging folder on the driver and copies to storage later.
+            self._queue.put((trial.trial_id, str(trial.path), str(trial.local_path or trial.path), dict(trial.config)))
 
         def on_experiment_end(self, trials: list, **info: Any) -> None:
             self._queue.put(_STOP)
@@ -145,7 +147,7 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
 
         def _run(self) -> None:
             tailer = MlflowTailer(spec, path, sweep_id)
-            pending: dict[str, tuple[str, dict]] = {}
+            pending: dict[str, tuple[str, str, dict]] = {}
             stopping = False
             while not stopping:
                 try:
@@ -154,7 +156,7 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
                         if item is _STOP:
                             stopping = True
                         else:
-                            pending[item[0]] = (item[1], item[2])
+                            pending[item[0]] = item[1:]
                         item = self._queue.get_nowait()
                 except queue.Empty:
                     pass

@@ -106,7 +106,7 @@ TAILER = textwrap.dedent(
             with (folder / store.RESULT_FILE).open("a") as out:
                 out.write(json.dumps({"trial_id": trial_id, "env_steps": 1000 * (r + 1), "return_mean": float(r),
                                       "timestamp": r + 1}) + "\\n")
-        tailer.flush({t: (str(f), {"training.lr": 0.001}) for t, f in folders.items()})
+        tailer.flush({t: (str(f), str(f), {"training.lr": 0.001}) for t, f in folders.items()})
     print("done")
     """
 )
@@ -140,7 +140,7 @@ def test_the_live_logger_sends_what_it_missed_while_the_server_was_down(tmp_path
     spec = load_spec({**TINY_SPEC, "mlflow": {"tracking_uri": url, "experiment": "race", "live": True}}, preflight=False)
     tailer = MlflowTailer(spec, root, "restart")
     folders = {p.name.split("_")[1]: p for p in root.glob("train_*")}
-    everything = {t: (str(f), {"training.lr": 0.001}) for t, f in folders.items()}
+    everything = {t: (str(f), str(f), {"training.lr": 0.001}) for t, f in folders.items()}
     tailer.flush(everything)
     _check_once(url, "restart", {t: 5 for t in folders})
 

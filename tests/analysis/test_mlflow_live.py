@@ -106,7 +106,7 @@ def test_live_logging_through_an_mlflow_server_restart_loses_and_doubles_nothing
     spec = rlsweep.load_spec(
         small_ppo(
             "restart", tmp_path / "results", batch=250, epochs=1,
-            budget={"env_steps": 2 * BUDGET, "trials": 2},
+            budget={"env_steps": 4 * BUDGET, "trials": 2},
             # Live only: whatever MLflow holds at the end, the live logger delivered.
             mlflow={"tracking_uri": url, "experiment": "restart", "live": True, "export": False},
         )
@@ -118,13 +118,13 @@ def test_live_logging_through_an_mlflow_server_restart_loses_and_doubles_nothing
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and runner.is_alive():
-            experiment = client.get_experiment_by_name("restart")
-            if experiment is not None and client.search_runs([experiment.experiment_id], "tags.`rlsweep.kind` = 'trial'"):
+            # The live logger's first write: the sweep has a long way to go.
+            if client.get_experiment_by_name("restart") is not None:
                 break
             time.sleep(0.5)
         assert runner.is_alive(), "the sweep ended before the server could be stopped"
         stop_server(server)  # by its process group; the sweep goes on
-        time.sleep(8)
+        time.sleep(6)
         assert runner.is_alive(), "the sweep ended while the server was down: nothing waited"
         server, _ = start_server(backend, port)  # same port, same store
         runner.join(timeout=600)

@@ -49,6 +49,18 @@ def _rows_by_trial(path: Path) -> dict[str, list[int]]:
     return steps
 
 
+def _driver(tmp_path: Path, document: dict, stderr: int) -> tuple[subprocess.Popen, Path]:
+    """``rlsweep run`` on ``document`` in a process (and session, with its own Ray runtime) of its own, its
+    progress lines on stdout; and where its experiment directory goes."""
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(document))
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "rlsweep.cli", "run", str(spec_file), "--set", "ray.num_cpus=2"],
+        env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True,
+    )
+    return driver, Path(document["storage"]) / document["name"]
+
+
 def test_a_sweep_killed_with_sigkill_resumes_without_losing_or_repeating_work(tmp_path, ray_runtime):
     budget, batch = 3000, 500
     document = small_ppo(
@@ -61,13 +73,7 @@ def test_a_sweep_killed_with_sigkill_resumes_without_losing_or_repeating_work(tm
         budget={"env_steps": budget, "trials": 3, "max_concurrent": 1},
         checkpoint={"every_env_steps": 1000},
     )
-    spec_file = tmp_path / "spec.yaml"
-    spec_file.write_text(yaml.safe_dump(document))
-    experiment = tmp_path / "results" / "killed"
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "rlsweep.cli", "run", str(spec_file), "--set", "ray.num_cpus=2"],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
-    )
+    driver, experiment = _driver(tmp_path, document, stderr=subprocess.DEVNULL)
     try:
         # Kill the driver once the second trial reported 2500: one iteration after its checkpoint at 2000,
         # which Tune has recorded by then (it snapshots its state after every `keep` checkpoints). The
@@ -127,13 +133,7 @@ def test_ctrl_c_during_run_exits_nonzero_says_how_to_resume_and_resume_finishes(
         "interrupted", tmp_path / "results", batch=batch, epochs=1,
         budget={"env_steps": budget, "trials": 2, "max_concurrent": 1}, checkpoint={"every_env_steps": 1000},
     )
-    spec_file = tmp_path / "spec.yaml"
-    spec_file.write_text(yaml.safe_dump(document))
-    experiment = tmp_path / "results" / "interrupted"
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "rlsweep.cli", "run", str(spec_file), "--set", "ray.num_cpus=2"],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
+    driver, experiment = _driver(tmp_path, document, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 400
         for line in driver.stdout:

@@ -69,6 +69,13 @@ def _wait_for(condition, timeout_s: float) -> bool:
     return condition()
 
 
+def _sigterm_leaves_nothing(ui: subprocess.Popen, server: set[int], port: int, exit_code: int) -> None:
+    ui.send_signal(signal.SIGTERM)
+    assert ui.wait(timeout=60) == exit_code
+    assert _wait_for(lambda: not any(_alive(p) for p in server), 30), "the MLflow server outlived rlsweep ui"
+    assert not _listeners(port)
+
+
 @pytest.mark.slow
 def test_ui_binds_loopback_only_and_sigterm_ends_its_server(tmp_path):
     port = free_port()
@@ -82,10 +89,7 @@ def test_ui_binds_loopback_only_and_sigterm_ends_its_server(tmp_path):
         assert _listeners(port) == {"127.0.0.1"}
         server = _children(ui.pid)
         assert server, "no server process under rlsweep ui"
-        ui.send_signal(signal.SIGTERM)
-        assert ui.wait(timeout=60) == 0
-        assert _wait_for(lambda: not any(_alive(p) for p in server), 30), "the MLflow server outlived rlsweep ui"
-        assert not _listeners(port)
+        _sigterm_leaves_nothing(ui, server, port, exit_code=0)
     finally:
         if ui.poll() is None:
             ui.kill()
@@ -100,10 +104,7 @@ def test_sigterm_while_the_server_starts_leaves_nothing_running(tmp_path):
         assert _wait_for(lambda: bool(_children(ui.pid)), 60)
         server = _children(ui.pid)
         assert not _listeners(port)
-        ui.send_signal(signal.SIGTERM)
-        assert ui.wait(timeout=60) == 1
-        assert _wait_for(lambda: not any(_alive(p) for p in server), 30), "the MLflow server outlived rlsweep ui"
-        assert not _listeners(port)
+        _sigterm_leaves_nothing(ui, server, port, exit_code=1)  # interrupted before it could serve
     finally:
         if ui.poll() is None:
             ui.kill()

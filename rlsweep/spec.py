@@ -518,8 +518,16 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
     return SweepSpec.model_construct(**values, search_space=space, policies=setups, document=dict(document)), []
 
 
-#: What YAML 1.1 reads as a string although a user meant a number: an exponent without a dot (1e-3).
-_NUMBER_AS_TEXT = re.compile(r"^[-+]?\d+[eE][-+]?\d+$")
+#: What YAML 1.1 reads as a string although a user meant a number: an exponent without a dot (1e-3) or
+#: without a sign (1.0e3).
+_NUMBER_AS_TEXT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def _as_yaml_float(text: str) -> str:
+    """``text`` as a float YAML 1.1 reads as one: a dot in the mantissa and a signed exponent."""
+    mantissa, exponent = f"{float(text):.15e}".split("e")
+    mantissa = mantissa.rstrip("0")
+    return f"{mantissa}0e{exponent}" if mantissa.endswith(".") else f"{mantissa}e{exponent}"
 
 
 def _numbers_read_as_text(doc: Mapping[str, Any]) -> list[Problem]:
@@ -537,9 +545,8 @@ def _numbers_read_as_text(doc: Mapping[str, Any]) -> list[Problem]:
                 candidates = [x for v in candidates for x in (v if isinstance(v, list) else [v])]
             for candidate in candidates:
                 if isinstance(candidate, str) and _NUMBER_AS_TEXT.match(candidate.strip()):
-                    mantissa, _, exponent = candidate.strip().lower().partition("e")
                     found.append(Problem(f"{section}.{path}", f"{candidate!r} is text to YAML, not a number; write "
-                                         f"{mantissa}.0e{exponent} (YAML needs the dot)"))
+                                         f"{_as_yaml_float(candidate)} (YAML needs a dot and a signed exponent)"))
     return found
 
 

@@ -156,7 +156,7 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "a searcher seed of 2^40": (_with(searcher={"name": "optuna", "seed": 2**40}), "<= 4294967295"),
     "ASHA with 10^8 brackets": (_with(scheduler={"name": "asha", "brackets": 100_000_000}), "<= 10"),
     "a preset that is a list": (_with(preset=[1, 2]), "non-empty string"),
-    "1e-3 read as text": (_with(config={"training.lr": "1e-3"}), "write 1.0e-3"),
+    "1e-3 read as text": (_with(config={"training.lr": "1e-3"}), "write 1.0e-03"),
     "a huge string": (_with(env_config={"blob": "x" * 200_000}), "characters"),
     "a 90,000-character key": (_with(budget={"env_steps": 4000, "k" * 90_000: 1}), "more characters"),
     "a 90,000-character wrong value": (_with(budget={"env_steps": "9" * 90_000}), "must be an integer, got '999"),

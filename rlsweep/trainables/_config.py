@@ -6,7 +6,6 @@ import contextlib
 import difflib
 import inspect
 import logging
-import typing
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -175,8 +174,9 @@ def _is_setter(config: Any, function: Any) -> bool:
     config itself and sets config fields of its arguments' names. Not ``build_algo``, ``copy``, ``get_...``
     or ``update_from_dict``, which a spec path must never call."""
     signature = inspect.signature(function)
-    returns = signature.return_annotation
-    if not (returns is typing.Self or (isinstance(returns, str) and returns.endswith(("Config", "Self")))):
+    # typing.Self (Python 3.11+), typing_extensions.Self, or the class named as a string.
+    returns = str(signature.return_annotation).strip("'\"")
+    if not returns.endswith(("Self", "Config")):
         return False
     names = [n for n, p in signature.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     if any(signature.parameters[n].default is inspect.Parameter.empty for n in names):

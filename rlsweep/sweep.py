@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from rlsweep import store
+from rlsweep import _compat, store
 from rlsweep._dotted import flatten
 from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError, UsageError
 from rlsweep.seeds import seed_base
@@ -118,12 +118,14 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 def _logger_callbacks(spec: SweepSpec) -> list[Any]:
-    """Tune's per-trial loggers: result.json (which rlsweep reads) and those ``report.tune_loggers`` asks for.
-    Tune adds its CSV and TensorBoard loggers to every trial unless told not to (:func:`_own_loggers`)."""
-    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback
+    """Tune's per-trial loggers: result.json (which rlsweep reads) and those ``report.tune_loggers`` asks for
+    (Tune adds its CSV and TensorBoard loggers to every trial unless told not to: :func:`_own_loggers`); and
+    the callback that keeps Tune's driver from holding every finished trial's statistics."""
+    from ray.tune.logger import CSVLoggerCallback, TBXLoggerCallback
 
     extra = {"csv": CSVLoggerCallback, "tensorboard": TBXLoggerCallback}
-    return [JsonLoggerCallback(), *(extra[name]() for name in spec.report.tune_loggers)]
+    loggers = [_compat.lean_json_logger_class()(), *(extra[name]() for name in spec.report.tune_loggers)]
+    return [*loggers, _compat.forget_finished_trials_class()(spec.metric.name)]
 
 
 @contextlib.contextmanager

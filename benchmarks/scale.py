@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import statistics
@@ -227,19 +228,24 @@ def main() -> None:
         load(root).to_mlflow(tracking_uri=tracking, experiment="scale")
         export_again_s = time.perf_counter() - start
 
-        # The goals' size, 1,000 trials x 20 iterations, from this sweep's real rows.
-        big = replicate(root, Path(scratch) / "replicated" / "scale", args.goal_trials, args.goal_iterations)
-        big_load_s, big_sweep = timed(lambda: load(big))
-        big_table_s, _ = timed(big_sweep.table)
-        big_best_s, _ = timed(big_sweep.best)
-        start = time.perf_counter()
-        load(big).to_mlflow(tracking_uri=f"sqlite:///{Path(scratch) / 'big.db'}", experiment="scale")
-        big_export_s = time.perf_counter() - start
+        # The goals' size, 1,000 trials x 20 iterations, from this sweep's real rows (--goal-trials 0: skip).
+        big_load_s = big_table_s = big_best_s = big_export_s = math.nan
+        if args.goal_trials:
+            big = replicate(root, Path(scratch) / "replicated" / "scale", args.goal_trials, args.goal_iterations)
+            big_load_s, big_sweep = timed(lambda: load(big))
+            big_table_s, _ = timed(big_sweep.table)
+            big_best_s, _ = timed(big_sweep.best)
+            start = time.perf_counter()
+            load(big).to_mlflow(tracking_uri=f"sqlite:///{Path(scratch) / 'big.db'}", experiment="scale")
+            big_export_s = time.perf_counter() - start
 
         samples = sampler.samples
         at_100 = next((s for s in samples if s["trials_started"] >= 100), None)
         end = samples[-1] if samples else None
         growth = (end["driver_rss_mb"] / at_100["driver_rss_mb"] - 1) if at_100 and end else None
+        per_trial_kb = None
+        if at_100 and end and end["trials_started"] > at_100["trials_started"]:
+            per_trial_kb = (end["driver_rss_mb"] - at_100["driver_rss_mb"]) * 1024 / (end["trials_started"] - at_100["trials_started"])
         report = {
             "benchmark": "scale",
             "started": started.isoformat(),
@@ -254,6 +260,7 @@ def main() -> None:
                 "at_trial_100": at_100["driver_rss_mb"] if at_100 else None,
                 "end": end["driver_rss_mb"] if end else None,
                 "growth_from_trial_100": round(growth, 3) if growth is not None else None,
+                "kb_per_trial_after_100": round(per_trial_kb, 1) if per_trial_kb is not None else None,
                 "max": max(s["driver_rss_mb"] for s in samples) if samples else None,
             },
             "experiment_dir_mb": round(dir_size(root) / 2**20, 1),

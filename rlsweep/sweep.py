@@ -129,6 +129,23 @@ def _logger_callbacks(spec: SweepSpec) -> list[Any]:
 
 
 @contextlib.contextmanager
+def _leave_home_as_it_was() -> Iterator[None]:
+    """RLlib makes ``~/ray_results`` for the log folder of each algorithm built outside Tune's own trainable;
+    the trials remove their (empty) folders as they stop, and this removes ``~/ray_results`` itself after
+    the fit when it was not there before and is empty (during the fit, trials may still make folders in it)."""
+    from ray.train.constants import DEFAULT_STORAGE_PATH
+
+    home_results = Path(DEFAULT_STORAGE_PATH)
+    existed = home_results.exists()
+    try:
+        yield
+    finally:
+        if not existed:
+            with contextlib.suppress(OSError):
+                home_results.rmdir()
+
+
+@contextlib.contextmanager
 def _own_loggers() -> Iterator[None]:
     """While Tune fits: only the loggers rlsweep passed (Tune reads this variable as a fit starts; a
     resumed fit keeps the loggers saved with the sweep)."""
@@ -244,7 +261,7 @@ def run(
             callbacks=tune_callbacks,
         ),
     )
-    with _own_loggers():
+    with _own_loggers(), _leave_home_as_it_was():
         grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 
@@ -311,7 +328,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         param_space=None,
     )
     # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
-    with _own_loggers() if info.get("own_loggers") else contextlib.nullcontext():
+    with _own_loggers() if info.get("own_loggers") else contextlib.nullcontext(), _leave_home_as_it_was():
         grid = tuner.fit()
     return root, spec, sum(1 for r in grid if r.error is not None)
 
@@ -392,7 +409,7 @@ def run_confirmation(
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:
         tuner = _new_confirmation(path, spec, document, plan, trainable, cluster_cpus, trial_cpus, verbose)
-    with _own_loggers():
+    with _own_loggers(), _leave_home_as_it_was():
         grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 

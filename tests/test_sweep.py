@@ -26,3 +26,22 @@ def test_run_with_an_address_where_nothing_answers_exits_2_at_once(tmp_path, add
     assert done.returncode == 2, done.stderr[-2000:]
     assert address in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "results").exists()  # nothing was started, nothing written
+
+
+@pytest.mark.slow
+def test_validate_and_a_sweep_leave_nothing_in_home(tmp_path):
+    """RLlib logs each algorithm built outside Tune's own trainable to a folder of ~/ray_results; a sweep
+    writes nothing outside its storage (and the MLflow store)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    spec = tmp_path / "spec.yaml"
+    document = {**TINY_SPEC, "storage": str(tmp_path / "results"), "mlflow": None,
+                "budget": {"env_steps": 1000, "trials": 2}, "scheduler": "fifo"}
+    spec.write_text(yaml.safe_dump(document))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)}
+    for command in (["validate", str(spec)], ["run", str(spec), "--quiet", "--set", "ray.num_cpus=2"]):
+        done = subprocess.run([sys.executable, "-m", "rlsweep.cli", *command], capture_output=True, text=True,
+                              env=env, timeout=600, start_new_session=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not (home / "ray_results").exists(), sorted(p.name for p in (home / "ray_results").iterdir())
+    assert len(list((tmp_path / "results" / "tiny").glob("train_*"))) == 2

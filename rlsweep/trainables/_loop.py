@@ -12,6 +12,7 @@ aggregate (``seeds.aggregate``) is over the seeds at the same env steps, and the
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -19,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsweep import _compat, metrics, store
@@ -104,6 +106,17 @@ class SeedRun:
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
         self.env_steps = 0
+
+    def stop(self) -> None:
+        """Stop the algorithm, and remove the empty folder it made in ``~/ray_results``: an algorithm built
+        outside Tune's own trainable gets a log folder there, and a sweep writes nothing outside its storage."""
+        from ray.train.constants import DEFAULT_STORAGE_PATH
+
+        self.algo.stop()
+        logdir = Path(self.algo.logdir)
+        if logdir.parent == Path(DEFAULT_STORAGE_PATH):
+            with contextlib.suppress(OSError):  # not empty (something wrote there): left as it is
+                logdir.rmdir()
 
 
 class TrialLoop:
@@ -323,7 +336,7 @@ class TrialLoop:
 
     def stop(self) -> None:
         for run in getattr(self, "runs", []):
-            run.algo.stop()
+            run.stop()
 
     def _check_reported_keys(self, reported: Mapping[str, Any], available: Mapping[str, Any]) -> None:
         keys = [self.spec.metric.name, *self.spec.stop]

@@ -26,12 +26,12 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlsweep.errors import SweepError
+from rlsweep.errors import Problem, SweepError
 from rlsweep.metrics import ENV_STEPS, env_steps
 from rlsweep.seeds import SEED_PATH
 
@@ -41,6 +41,9 @@ log = logging.getLogger("rlsweep")
 SPEC_FILE = "rlsweep_spec.yaml"
 SWEEP_FILE = "rlsweep.json"
 TRIAL_FILE = "rlsweep_trial.json"
+#: Written by a trial that found the spec itself wrong (a metric key its algorithm does not report), so
+#: the sweep ends with the spec's error instead of retrying every trial.
+SPEC_PROBLEMS_FILE = "rlsweep_spec_problems.json"
 CHECKPOINT_META = "rlsweep_checkpoint.json"
 #: A checkpoint of a trial with several seeds holds the first seed's algorithm at its top (what
 #: ``load_policy`` and the ``eval`` rule read) and seed k's under ``rlsweep_seeds/<k>``.
@@ -225,6 +228,25 @@ def write_trial_settings(write: Callable[[str, str], None], settings: Mapping[st
     """Record every setting a trial runs with, as the trial starts; ``write(file name, text)`` puts a file
     in the trial's folder in the experiment's storage."""
     write(TRIAL_FILE, json.dumps(dict(settings), default=str))
+
+
+def write_spec_problems(write: Callable[[str, str], None], problems: Iterable[Any]) -> None:
+    write(SPEC_PROBLEMS_FILE, json.dumps([{"path": p.path, "message": p.message} for p in problems]))
+
+
+def spec_problems(root: Path) -> list[Problem]:
+    """The spec problems trials of the sweep at ``root`` recorded, each once."""
+    found: dict[tuple[str, str], Problem] = {}
+    for path in sorted(root.glob(f"*/{SPEC_PROBLEMS_FILE}")):
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict):
+                problem = Problem(str(entry.get("path", "")), str(entry.get("message", "")))
+                found.setdefault((problem.path, problem.message), problem)
+    return list(found.values())
 
 
 def read_trial_settings(trial_dir: Path) -> dict[str, Any] | None:

@@ -165,18 +165,58 @@ def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float
     return min(spec.budget.max_concurrent or fits, spec.budget.trials)
 
 
-def _stop_condition(spec: SweepSpec, stopper: Any) -> Any:
-    if stopper is None:
-        return dict(spec.stop) or None
-    if not spec.stop:
-        return stopper
+def _stop_condition(spec: SweepSpec, stopper: Any, guard: Any) -> Any:
+    """One Tune stopper: the spec's thresholds, the caller's ``stopper``, and ``guard``, which ends the sweep
+    once a trial found the spec itself wrong."""
     from ray.tune.stopper import CombinedStopper, FunctionStopper
 
     # Tune takes either a dict of thresholds or a Stopper: the spec's thresholds become a function stopper.
     def thresholds(trial_id: str, result: dict) -> bool:
         return any(result.get(key, -math.inf) >= value for key, value in spec.stop.items())
 
-    return CombinedStopper(FunctionStopper(thresholds), stopper)
+    stoppers = [s for s in (FunctionStopper(thresholds) if spec.stop else None, stopper) if s is not None]
+    return CombinedStopper(guard, *stoppers)
+
+
+def spec_problem_guard_class() -> type:
+    """A Tune callback and stopper in one: when a trial ends having recorded that the spec itself is wrong
+    (``store.SPEC_PROBLEMS_FILE``: a metric key its algorithm does not report), it stops the whole sweep;
+    every other trial would fail the same way. Kept as this module's ``SpecProblemGuard`` so Tune can pickle
+    it with the sweep by reference."""
+    cls = globals().get("SpecProblemGuard")
+    if cls is None:
+        from ray.tune import Callback
+        from ray.tune.stopper import Stopper
+
+        class SpecProblemGuard(Callback, Stopper):
+            def __init__(self) -> None:
+                self.found = False
+
+            def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+                self.found = self.found or (Path(trial.path) / store.SPEC_PROBLEMS_FILE).exists()
+
+            def __call__(self, trial_id: str, result: dict) -> bool:
+                return False
+
+            def stop_all(self) -> bool:
+                return self.found
+
+        SpecProblemGuard.__qualname__ = "SpecProblemGuard"
+        cls = globals()["SpecProblemGuard"] = SpecProblemGuard
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # Unpickling a saved sweep looks the class up here before anything made it.
+    if name == "SpecProblemGuard":
+        return spec_problem_guard_class()
+    raise AttributeError(name)
+
+
+def _raise_spec_problems(root: Path) -> None:
+    """The spec problems the sweep's trials recorded, as the spec error they are (exit 2 in the CLI)."""
+    if problems := store.spec_problems(root):
+        raise SpecError([*problems, Problem("", f"the sweep at {root} stopped: every trial would fail the same way")])
 
 
 def _fit_cluster(spec: SweepSpec, address: str | None) -> tuple[float, float]:
@@ -227,7 +267,8 @@ def run(
         restores_other_trials=restores_other_trials(spec),
         own_loggers=True,
     )
-    tune_callbacks = _logger_callbacks(spec) + ([_progress_callback(spec)] if verbose else [])
+    guard = spec_problem_guard_class()()
+    tune_callbacks = [*_logger_callbacks(spec), guard] + ([_progress_callback(spec)] if verbose else [])
     if callbacks is not None:
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
@@ -250,7 +291,7 @@ def run(
         run_config=tune.RunConfig(
             name=path.name,
             storage_path=str(path.parent),
-            stop=_stop_condition(spec, stopper),
+            stop=_stop_condition(spec, stopper, guard),
             checkpoint_config=tune.CheckpointConfig(
                 num_to_keep=checkpoint_keep(spec),
                 checkpoint_score_attribute=spec.metric.name,
@@ -263,6 +304,7 @@ def run(
     )
     with _own_loggers(), _leave_home_as_it_was():
         grid = tuner.fit()
+    _raise_spec_problems(path)
     return path, sum(1 for r in grid if r.error is not None)
 
 
@@ -330,6 +372,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
     # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
     with _own_loggers() if info.get("own_loggers") else contextlib.nullcontext(), _leave_home_as_it_was():
         grid = tuner.fit()
+    _raise_spec_problems(root)
     return root, spec, sum(1 for r in grid if r.error is not None)
 
 

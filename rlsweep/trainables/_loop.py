@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsweep import _compat, metrics, store
-from rlsweep.errors import NonFiniteLossError, SpecError
+from rlsweep.errors import NonFiniteLossError, Problem, SpecError
 from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
@@ -328,7 +328,14 @@ class TrialLoop:
                 env_steps = min(lifetime_env_steps(result) for result in results)
                 done = env_steps >= self.spec.budget.env_steps
                 eval_time = self.evaluate(results, env_steps, done)
-                self.report(self.row(results, hyperparams, eval_time), checkpoint=self.checkpoint_due(env_steps, done))
+                try:
+                    row = self.row(results, hyperparams, eval_time)
+                except SpecError as exc:
+                    # The spec is wrong for every trial (a metric key RLlib does not report): a retry cannot
+                    # help. Recorded for the driver, which ends the sweep and reports it as a spec error.
+                    store.write_spec_problems(_compat.write_trial_file, exc.problems)
+                    return
+                self.report(row, checkpoint=self.checkpoint_due(env_steps, done))
                 if done:
                     return
         finally:
@@ -346,11 +353,13 @@ class TrialLoop:
             candidates = [metrics.RLLIB_PREFIX + k for k in available] + list(metrics.NORMALIZED_METRICS)
             raise SpecError(
                 [
-                    f"metric key {k!r} is not in this algorithm's results; close matches: "
-                    f"{difflib.get_close_matches(k, candidates, n=3) or 'none'}"
+                    Problem(
+                        "metric.name" if k == self.spec.metric.name else f"stop.{k}",
+                        f"{k!r} is not in {self.spec.algorithm}'s results; close matches: "
+                        f"{difflib.get_close_matches(k, candidates, n=3) or 'none'}",
+                    )
                     for k in missing
-                ],
-                "metric.name",
+                ]
             )
 
 

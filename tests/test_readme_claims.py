@@ -167,3 +167,19 @@ def test_the_time_budget_ends_the_sweep_and_it_is_not_reported_as_interrupted(tm
     assert all(t.state == "TERMINATED" for t in sweep.trials), [t.state for t in sweep.trials]
     # The cap is the user's own limit: the sweep ended as asked, not interrupted.
     assert not result.interrupted, result.unfinished_trials
+
+
+@pytest.mark.slow
+def test_concurrency_is_the_clusters_cpus_over_a_trials_cpus(tmp_path, ray_runtime):
+    """README: 'concurrency = cluster CPUs / CPUs per trial' when `budget.max_concurrent` is left out: on
+    the 2-CPU runtime, 1-CPU trials run two at a time, never three."""
+    import rlsweep
+
+    spec = rlsweep.load_spec(_constant_reward_sweep(tmp_path, "packed", [GOOD] * 5, budget={"env_steps": 6 * STEP, "trials": 5}))
+    result = rlsweep.run(spec, verbose=0)
+    trials = rlsweep.load(result.path).trials
+    assert len(trials) == 5 and all(t.state == "TERMINATED" for t in trials)
+    # Each trial's span: from recording its settings (as it starts) to its last result line.
+    spans = [((t.path / store.TRIAL_FILE).stat().st_mtime, (t.path / store.RESULT_FILE).stat().st_mtime) for t in trials]
+    overlaps = [sum(start <= moment < end for start, end in spans) for moment, _ in spans]
+    assert max(overlaps) == 2, spans

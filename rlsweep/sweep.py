@@ -119,7 +119,7 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 def _logger_callbacks(spec: SweepSpec) -> list[Any]:
     """Tune's per-trial loggers: result.json (which rlsweep reads) and those ``report.tune_loggers`` asks for
-    (Tune adds its CSV and TensorBoard loggers to every trial unless told not to: :func:`_own_loggers`); and
+    (Tune adds its CSV and TensorBoard loggers to every trial unless told not to: :func:`_tune_environment`); and
     the callback that keeps Tune's driver from holding every finished trial's statistics."""
     from ray.tune.logger import CSVLoggerCallback, TBXLoggerCallback
 
@@ -146,18 +146,27 @@ def _leave_home_as_it_was() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _own_loggers() -> Iterator[None]:
-    """While Tune fits: only the loggers rlsweep passed (Tune reads this variable as a fit starts; a
-    resumed fit keeps the loggers saved with the sweep)."""
-    name, before = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", os.environ.get("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS")
-    os.environ[name] = "1"
+def _tune_environment(own_loggers: bool = True) -> Iterator[None]:
+    """While Tune fits (it reads these variables as a fit starts):
+
+    - only the loggers rlsweep passed (a sweep from before rlsweep passed its own keeps Tune's defaults);
+    - no strict metric check on the driver: a trial checks the spec's metric and stop keys on its first
+      result and, if RLlib does not report one, ends without a result so the sweep stops with the spec's
+      error; Tune's own check would crash the driver on that trial's empty final result.
+    """
+    settings = {"TUNE_DISABLE_STRICT_METRIC_CHECKING": "1"}
+    if own_loggers:
+        settings["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
+    before = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float) -> int:
@@ -302,7 +311,7 @@ def run(
             callbacks=tune_callbacks,
         ),
     )
-    with _own_loggers(), _leave_home_as_it_was():
+    with _tune_environment(), _leave_home_as_it_was():
         grid = tuner.fit()
     _raise_spec_problems(path)
     return path, sum(1 for r in grid if r.error is not None)
@@ -370,7 +379,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         param_space=None,
     )
     # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
-    with _own_loggers() if info.get("own_loggers") else contextlib.nullcontext(), _leave_home_as_it_was():
+    with _tune_environment(own_loggers=bool(info.get("own_loggers"))), _leave_home_as_it_was():
         grid = tuner.fit()
     _raise_spec_problems(root)
     return root, spec, sum(1 for r in grid if r.error is not None)
@@ -452,7 +461,7 @@ def run_confirmation(
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:
         tuner = _new_confirmation(path, spec, document, plan, trainable, cluster_cpus, trial_cpus, verbose)
-    with _own_loggers(), _leave_home_as_it_was():
+    with _tune_environment(), _leave_home_as_it_was():
         grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 

@@ -281,6 +281,94 @@ CLUSTER_SCRIPT = textwrap.dedent(
 )
 
 
+NODE_LOSS_SCRIPT = textwrap.dedent(
+    """
+    import json, subprocess, sys, time
+    from pathlib import Path
+
+    import yaml
+    from ray.cluster_utils import Cluster
+
+    from tests.conftest import small_ppo
+
+    storage = Path(sys.argv[1])
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    worker = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    report = {"head": cluster.head_node.node_id, "lost": worker.node_id}
+    driver = None
+    try:
+        document = small_ppo(
+            "nodes", storage, batch=250, epochs=1, budget={"env_steps": 3000, "trials": 4},
+            checkpoint={"every_env_steps": 500}, failure={"max_retries": 2},
+        )
+        spec = storage.parent / "spec.yaml"
+        spec.write_text(yaml.safe_dump(document))
+        # The sweep as a user starts it on a cluster: the CLI with --address.
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "rlsweep.cli", "run", str(spec), "--address", cluster.address, "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        # Once a trial on the worker node is past its first checkpoint, the node dies: its raylet and
+        # workers are killed by PID (SIGKILL), as a lost machine would leave them.
+        deadline = time.monotonic() + 300
+        killed_at = None
+        while killed_at is None and time.monotonic() < deadline and driver.poll() is None:
+            for result in (storage / "nodes").glob("*/result.json"):
+                for line in result.read_text().splitlines():
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        continue
+                    if row.get("node_id") == worker.node_id and 750 <= row["env_steps"] < 3000:
+                        killed_at = (row["trial_id"], row["env_steps"])
+            time.sleep(0.1)
+        report["killed_at"] = killed_at
+        cluster.remove_node(worker, allow_graceful=False)
+        time.sleep(3)
+        joined = cluster.add_node(num_cpus=1)  # and a new machine joins while the sweep runs
+        report["joined"] = joined.node_id
+        out, err = driver.communicate(timeout=600)
+        report.update(exit=driver.returncode, stderr=err[-3000:])
+    finally:
+        if driver is not None and driver.poll() is None:
+            driver.kill()
+        cluster.shutdown()
+    print(json.dumps(report))
+    """
+)
+
+
+def test_a_worker_node_dies_mid_sweep_its_trials_resume_elsewhere_and_a_joining_node_is_used(tmp_path):
+    script = tmp_path / "nodes.py"
+    script.write_text(NODE_LOSS_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "results")], env=_env(), cwd=REPO,
+        capture_output=True, text=True, timeout=900, start_new_session=True,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["killed_at"] is not None, "no trial ran on the worker node before the sweep ended"
+    assert report["exit"] == 0, report["stderr"]
+    sweep = load(tmp_path / "results" / "nodes")
+    # Every planned trial once, finished, each row once up to the budget.
+    assert len(sweep.trials) == 4 == len({t.trial_id for t in sweep.trials})
+    for trial in sweep.trials:
+        assert trial.state == "TERMINATED", (trial.trial_id, trial.error)
+        assert [r["env_steps"] for r in trial.rows] == list(range(250, 3001, 250)), trial.trial_id
+    # The trial that was on the lost node failed once and continued from its checkpoint, not from 0.
+    lost_trial, lost_at = report["killed_at"]
+    (trial,) = [t for t in sweep.trials if t.trial_id == lost_trial]
+    assert trial.failures >= 1
+    steps = [r["env_steps"] for r in trial.raw_rows]
+    restart = next(i for i in range(1, len(steps)) if steps[i] <= steps[i - 1])
+    assert steps[restart] > 250 and steps[restart] <= lost_at + 250, steps
+    after = {r["node_id"] for r in trial.raw_rows[restart:]}
+    assert report["lost"] not in after, "the trial resumed on the node that died"
+    # The node that joined mid-sweep ran trials.
+    assert report["joined"] in {r["node_id"] for t in sweep.trials for r in t.rows}
+
+
 def test_a_sweep_runs_on_a_two_node_cluster(tmp_path):
     # Its own process: this test's Ray session must not be the cluster's driver.
     script = tmp_path / "cluster.py"

@@ -281,6 +281,19 @@ CLUSTER_SCRIPT = textwrap.dedent(
 )
 
 
+def _on_a_cluster(tmp_path: Path, script_text: str) -> dict:
+    """Run a script that builds a local Ray cluster and sweeps on it, in its own process and session (this
+    test's Ray session must not be the cluster's driver); returns the JSON report it prints last."""
+    script = tmp_path / "cluster.py"
+    script.write_text(script_text)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "results")], env=_env(), cwd=REPO,
+        capture_output=True, text=True, timeout=900, start_new_session=True,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 NODE_LOSS_SCRIPT = textwrap.dedent(
     """
     import json, subprocess, sys, time
@@ -340,14 +353,7 @@ NODE_LOSS_SCRIPT = textwrap.dedent(
 
 
 def test_a_worker_node_dies_mid_sweep_its_trials_resume_elsewhere_and_a_joining_node_is_used(tmp_path):
-    script = tmp_path / "nodes.py"
-    script.write_text(NODE_LOSS_SCRIPT)
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "results")], env=_env(), cwd=REPO,
-        capture_output=True, text=True, timeout=900, start_new_session=True,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _on_a_cluster(tmp_path, NODE_LOSS_SCRIPT)
     assert report["killed_at"] is not None, "no trial ran on the worker node before the sweep ended"
     assert report["exit"] == 0, report["stderr"]
     sweep = load(tmp_path / "results" / "nodes")
@@ -371,15 +377,7 @@ def test_a_worker_node_dies_mid_sweep_its_trials_resume_elsewhere_and_a_joining_
 
 
 def test_a_sweep_runs_on_a_two_node_cluster(tmp_path):
-    # Its own process: this test's Ray session must not be the cluster's driver.
-    script = tmp_path / "cluster.py"
-    script.write_text(CLUSTER_SCRIPT)
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "results")], env=_env(), cwd=REPO,
-        capture_output=True, text=True, timeout=600, start_new_session=True,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _on_a_cluster(tmp_path, CLUSTER_SCRIPT)
     assert len(report["nodes"]) == 2
     trials = report["trials"]
     assert len(trials) == 4

@@ -1,6 +1,7 @@
 """Experiment directories with missing, cut-off, edited or foreign files, read by the commands a user runs on
-them (``status``, ``best``, ``reproduce``, ``evaluate``, ``resume``): each either reads what is intact or
-refuses with a clear error and exit 2, never a traceback, and never changes what is on disk."""
+them (``status``, ``best``, ``export``, ``reproduce``, ``evaluate``, ``resume``): each either reads what is
+intact or refuses with a clear error and exit 2, never a traceback, and never changes what is on disk (the
+export's lock file aside)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,16 @@ def test_status_and_best_read_what_is_intact(tmp_path, capsys, damage):
     # bbb is intact in every case and the best under max; its best checkpoint is its last one.
     assert best["trial_id"] == "bbb" and best["value"] == 70
     assert best["checkpoint"] == str(_trial(root, "bbb") / "checkpoint_000001")
-    assert _snapshot(root) == before
+    # The export logs what is intact: bbb with every row.
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code, _, err = _run(capsys, "export", str(root), "--tracking-uri", uri, "--experiment", "damaged")
+    assert code == 0, err
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("damaged").experiment_id], "tags.`rlsweep.trial_id` = 'bbb'")
+    assert [len(client.get_metric_history(r.info.run_id, "return_mean")) for r in runs] == [4]
+    assert _snapshot(root) == {**before, **{k: v for k, v in _snapshot(root).items() if k == store.MLFLOW_LOCK}}
 
 
 def test_a_damaged_checkpoint_is_never_offered_as_the_best(tmp_path, capsys, caplog):

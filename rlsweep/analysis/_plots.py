@@ -8,6 +8,8 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rlsweep.metrics import env_steps
+
 if TYPE_CHECKING:
     from rlsweep.analysis._view import SweepView
 
@@ -30,7 +32,7 @@ def learning_curves(sweep: SweepView, path: Path) -> Path:
     metric = sweep.spec.metric.name
     figure, axes = plt.subplots(figsize=(9, 5))
     for trial in sweep.trials:
-        steps = [int(r.get("env_steps", 0)) for r in trial.rows]
+        steps = [env_steps(r) for r in trial.rows]  # the one reader of a row's env steps (0 if unreadable)
         values = trial.values(metric)
         if not steps:
             continue

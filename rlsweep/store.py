@@ -127,7 +127,15 @@ def mlflow_lock(root: Path) -> Iterator[None]:
     what the other wrote. Works between processes on the machine (or file system) holding the directory."""
     import fcntl
 
-    with open(root / MLFLOW_LOCK, "a") as handle:
+    try:
+        handle = open(root / MLFLOW_LOCK, "a")  # noqa: SIM115 - held across the yield
+    except OSError as exc:
+        # A directory the user may read but not write (another's results, a read-only mount): export it
+        # all the same, without protection from a second writer.
+        log.warning("%s: no MLflow lock (%s); run one export of this sweep at a time", root, exc.strerror or exc)
+        yield
+        return
+    with handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -218,3 +218,33 @@ def test_a_second_sweep_of_the_same_name_gets_a_dated_folder(tmp_path):
     store.create_experiment(first, spec_yaml="", document={})
     second = store.new_experiment_dir(tmp_path / "results", "exp")
     assert second.parent == first.parent and second.name.startswith("exp-") and len(second.name) == len("exp-20260101-000000")
+
+
+def test_the_mlflow_lock_serializes_writers_and_a_read_only_directory_still_exports(tmp_path, caplog):
+    import threading
+    import time
+
+    root = _experiment(tmp_path)
+    order: list[str] = []
+
+    def writer(name: str) -> None:
+        with store.mlflow_lock(root):
+            order.append(f"{name} in")
+            time.sleep(0.2)
+            order.append(f"{name} out")
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # One writer at a time: each leaves before the other enters (flock is per open file, so threads count).
+    assert order[0].split()[0] == order[1].split()[0] and order[2].split()[0] == order[3].split()[0], order
+    # A lock file that cannot be opened for writing (here: a folder in its place, as a read-only directory
+    # refuses it too): the writer goes on without the lock, with a warning.
+    (root / store.MLFLOW_LOCK).unlink()
+    (root / store.MLFLOW_LOCK).mkdir()
+    entered = []
+    with store.mlflow_lock(root):
+        entered.append(True)
+    assert entered and "no MLflow lock" in caplog.text

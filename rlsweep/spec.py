@@ -81,7 +81,8 @@ class BudgetSpec(Section):
     trials: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 4
     """how many trials (configs) the sweep runs"""
     max_concurrent: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
-    """trials at once; default: what the cluster's CPUs hold"""
+    """at most this many trials at once; default: as many as the cluster's CPUs hold, following nodes that
+    join or leave while the sweep runs"""
     time_s: Seconds | None = None
     """wall-clock cap for the whole sweep, in seconds"""
 

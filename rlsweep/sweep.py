@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +170,18 @@ def _tune_environment(own_loggers: bool = True) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _default_concurrency(spec: SweepSpec, cluster_cpus: float, trial_cpus: float) -> int:
-    fits = max(1, math.floor(cluster_cpus / max(trial_cpus, 1e-9)))
-    return min(spec.budget.max_concurrent or fits, spec.budget.trials)
+@dataclass(frozen=True)
+class ClusterCapacity:
+    """How many trials of ``trial_cpus`` CPUs the Ray cluster holds now (its live nodes' CPUs), at least 1.
+    The searcher asks it while the sweep runs, so concurrency follows nodes that join or die; it is saved
+    with the searcher, and a resumed sweep asks the cluster it resumes on."""
+
+    trial_cpus: float
+
+    def __call__(self) -> int:
+        import ray
+
+        return max(1, math.floor(ray.cluster_resources().get("CPU", 0) / max(self.trial_cpus, 1e-9)))
 
 
 def _stop_condition(spec: SweepSpec, stopper: Any, guard: Any) -> Any:
@@ -228,14 +238,13 @@ def _raise_spec_problems(root: Path) -> None:
         raise SpecError([*problems, Problem("", f"the sweep at {root} stopped: every trial would fail the same way")])
 
 
-def _fit_cluster(spec: SweepSpec, address: str | None) -> tuple[float, float]:
-    """Join or start the Ray runtime and check that the largest trial fits it; returns the cluster's CPUs and
-    the CPUs one trial needs. Raises :class:`IncompatibleError` where it does not fit."""
-    cluster_cpus = ensure_ray(spec, address)
-    problems, trial_cpus = resource_problems(spec, cluster_cpus)
+def _fit_cluster(spec: SweepSpec, address: str | None) -> float:
+    """Join or start the Ray runtime and check that the largest trial fits it; returns the CPUs one trial
+    needs. Raises :class:`IncompatibleError` where it does not fit."""
+    problems, trial_cpus = resource_problems(spec, ensure_ray(spec, address))
     if problems:
         raise IncompatibleError(problems)
-    return cluster_cpus, trial_cpus
+    return trial_cpus
 
 
 def _trainable(spec: SweepSpec, sweep_id: str) -> Any:
@@ -261,8 +270,7 @@ def run(
     """
     from ray import tune
 
-    cluster_cpus, trial_cpus = _fit_cluster(spec, address)
-    max_concurrent = _default_concurrency(spec, cluster_cpus, trial_cpus)
+    trial_cpus = _fit_cluster(spec, address)
 
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
     # With its name, which a dict spec may leave out: reading the YAML back would name it after the file.
@@ -283,7 +291,7 @@ def run(
     if verbose:
         _say(_iteration_line(spec))
     search_alg, param_space, num_samples = SEARCHERS[str(spec.searcher.name)].build(
-        search_request(spec, max_concurrent=max_concurrent)
+        search_request(spec, capacity=ClusterCapacity(trial_cpus))
     )
     tuner = tune.Tuner(
         _trainable(spec, sweep_id),
@@ -455,20 +463,19 @@ def run_confirmation(
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    cluster_cpus, trial_cpus = _fit_cluster(spec, address)
+    _fit_cluster(spec, address)
     trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"])
     if store.has_tune_state(path):
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:
-        tuner = _new_confirmation(path, spec, document, plan, trainable, cluster_cpus, trial_cpus, verbose)
+        tuner = _new_confirmation(path, spec, document, plan, trainable, verbose)
     with _tune_environment(), _leave_home_as_it_was():
         grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 
 
 def _new_confirmation(
-    path: Path, spec: SweepSpec, document: dict[str, Any], plan: dict[str, Any], trainable: Any,
-    cluster_cpus: float, trial_cpus: float, verbose: int,
+    path: Path, spec: SweepSpec, document: dict[str, Any], plan: dict[str, Any], trainable: Any, verbose: int
 ) -> Any:
     """The Tuner of a confirmation that has not started: a grid of configuration x test seed."""
     from ray import tune
@@ -491,9 +498,8 @@ def _new_confirmation(
             store.TEST_SEED_KEY: tune.grid_search(list(plan["test_seeds"])),
         },
         tune_config=tune.TuneConfig(
-            search_alg=BasicVariantGenerator(
-                max_concurrent=_default_concurrency(spec, cluster_cpus, trial_cpus), random_state=0
-            ),
+            # Without a cap, as many runs at once as the cluster holds, following it as nodes join or leave.
+            search_alg=BasicVariantGenerator(max_concurrent=spec.budget.max_concurrent or 0, random_state=0),
             num_samples=1,
             reuse_actors=spec.ray.reuse_actors,
         ),

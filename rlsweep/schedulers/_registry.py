@@ -5,7 +5,7 @@ checking names elsewhere."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rlsweep import warm_start
@@ -142,9 +142,11 @@ def resolve(spec: SweepSpec) -> tuple[SweepSpec | None, list[Problem]]:
     return (None if problems else resolved), problems
 
 
-def search_request(spec: SweepSpec, *, max_concurrent: int | None = None) -> SearchRequest:
+def search_request(spec: SweepSpec, *, capacity: Callable[[], int] | None = None) -> SearchRequest:
     """What the spec's searcher is built from, its warm start included (raises ``SpecError`` when the warm
-    start cannot be made; :func:`rlsweep.validate.load_spec` reports that before)."""
+    start cannot be made; :func:`rlsweep.validate.load_spec` reports that before). ``capacity`` says how
+    many trials the cluster holds now: the searcher's concurrency follows it, capped by
+    ``budget.max_concurrent``."""
     entry = SEARCHERS[str(spec.searcher.name)]
     warm = warm_start.plan(spec)
     for note in warm.notes:
@@ -158,7 +160,8 @@ def search_request(spec: SweepSpec, *, max_concurrent: int | None = None) -> Sea
         seed=spec.searcher.seed,
         options=entry.options(spec.searcher.options),
         trials=spec.budget.trials,
-        max_concurrent=max_concurrent,
+        max_concurrent=spec.budget.max_concurrent,
+        capacity=capacity,
     )
 
 

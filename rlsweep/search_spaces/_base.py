@@ -159,7 +159,10 @@ class SearchRequest:
     seed: int | None = None
     options: Any = field(default_factory=SearcherOptions)
     trials: int = 1
+    #: At most this many trials at once (``budget.max_concurrent``); None: no cap of the user's.
     max_concurrent: int | None = None
+    #: How many trials the Ray cluster holds now; the searcher's concurrency follows it while the sweep runs.
+    capacity: Callable[[], int] | None = None
     #: Points a warm start puts first (before ``points_to_evaluate``), flat and declared.
     warm_points: tuple[dict[str, Any], ...] = ()
     #: Trials of an earlier sweep the searcher learns from without running them (``config``, ``value``,
@@ -264,11 +267,12 @@ class SearcherEntry(Entry):
     def build(self, request: SearchRequest) -> tuple[Any, dict[str, Any], int]:
         """Returns ``(search_alg, param_space, num_samples)`` for ``tune.Tuner``."""
         searcher = self.searcher(request)
-        # Without a limiter, a model-based searcher launches trials one at a time under Tune.
-        if request.max_concurrent:
-            from ray.tune.search import ConcurrencyLimiter
+        # Suggest no more trials than may run at once: a model-based searcher then draws each with every
+        # result in so far, instead of queueing a draw that waits PENDING for a free CPU.
+        if request.max_concurrent or request.capacity:
+            from rlsweep.search_spaces._limiter import ClusterLimiter
 
-            searcher = ConcurrencyLimiter(searcher, max_concurrent=request.max_concurrent)
+            searcher = ClusterLimiter(searcher, cap=request.max_concurrent, capacity=request.capacity)
         return searcher, {}, request.trials
 
     @abc.abstractmethod

@@ -129,6 +129,8 @@ class RandomSearcher(SearcherEntry):
             return super().build(request)
         from ray.tune.search import BasicVariantGenerator
 
+        # Independent draws need no limiter: without a cap Tune makes them up front and starts each as soon
+        # as a trial fits the cluster, so concurrency follows the cluster as nodes join or leave.
         search_alg = BasicVariantGenerator(
             points_to_evaluate=request.points, random_state=request.seed, max_concurrent=request.max_concurrent or 0
         )

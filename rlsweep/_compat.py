@@ -5,6 +5,7 @@ check. Nothing else in the package names a private attribute of Ray or RLlib.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -78,6 +79,27 @@ def write_trial_file(name: str, text: str) -> None:
     storage.storage_filesystem.create_dir(storage.trial_fs_path)
     with storage.storage_filesystem.open_output_stream(f"{storage.trial_fs_path}/{name}") as out:
         out.write(text.encode())
+
+
+@contextlib.contextmanager
+def algorithm_log_folders_in(folder: str) -> Iterator[None]:
+    """While an RLlib algorithm is built outside Tune's own trainable, its (empty) log folder goes in
+    ``folder`` instead of ``~/ray_results``. Ray 2.60: ``Trainable._setup_logdir`` makes that folder with
+    ``tempfile.mkdtemp(dir=DEFAULT_STORAGE_PATH)``, a name it looks up in ``ray.tune.trainable.trainable``
+    when it runs; ``build_algo`` takes no storage and no logger creator to say otherwise.
+
+    Why: a trial ended by a scheduler, a lost node or a kill never runs its cleanup, and each left an empty
+    folder in the user's home (thousands over a day of sweeps). The trial's working directory is Ray's, and
+    goes with Ray's session.
+    """
+    import ray.tune.trainable.trainable as trainable_module
+
+    before = trainable_module.DEFAULT_STORAGE_PATH
+    trainable_module.DEFAULT_STORAGE_PATH = folder
+    try:
+        yield
+    finally:
+        trainable_module.DEFAULT_STORAGE_PATH = before
 
 
 # --- Tune search --------------------------------------------------------------------------------------

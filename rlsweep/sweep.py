@@ -131,9 +131,9 @@ def _logger_callbacks(spec: SweepSpec) -> list[Any]:
 
 @contextlib.contextmanager
 def _leave_home_as_it_was() -> Iterator[None]:
-    """RLlib makes ``~/ray_results`` for the log folder of each algorithm built outside Tune's own trainable;
-    the trials remove their (empty) folders as they stop, and this removes ``~/ray_results`` itself after
-    the fit when it was not there before and is empty (during the fit, trials may still make folders in it)."""
+    """A safety net: trials put RLlib's log folders in their working directories, not ``~/ray_results``
+    (:func:`rlsweep._compat.algorithm_log_folders_in`); should anything in Ray still make ``~/ray_results``
+    during the fit, this removes it afterwards when it was not there before and is empty."""
     from ray.train.constants import DEFAULT_STORAGE_PATH
 
     home_results = Path(DEFAULT_STORAGE_PATH)

@@ -294,7 +294,7 @@ def _on_a_cluster(tmp_path: Path, script_text: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-NODE_LOSS_SCRIPT = textwrap.dedent(
+NODE_SCRIPT = textwrap.dedent(
     """
     import json, subprocess, sys, time
     from pathlib import Path
@@ -305,14 +305,31 @@ NODE_LOSS_SCRIPT = textwrap.dedent(
     from tests.conftest import small_ppo
 
     storage = Path(sys.argv[1])
+
+    def rows():
+        for result in (storage / "nodes").glob("*/result.json"):
+            for line in result.read_text().splitlines():
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+
+    def wait_for(found, what, timeout=300):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and driver.poll() is None:
+            if (value := found()) is not None:
+                return value
+            time.sleep(0.1)
+        raise SystemExit(f"gave up waiting for {what}: " + json.dumps({"exit": driver.poll(), "rows": len(list(rows()))}))
+
+    # The sweep starts on a one-CPU head: one trial at a time.
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    worker = cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    report = {"head": cluster.head_node.node_id, "lost": worker.node_id}
+    report = {"head": cluster.head_node.node_id}
     driver = None
     try:
         document = small_ppo(
             "nodes", storage, batch=250, epochs=1, budget={"env_steps": 3000, "trials": 4},
+            searcher={"name": "optuna", "seed": 0},  # model-based: suggests only what the cluster holds
             checkpoint={"every_env_steps": 500}, failure={"max_retries": 2},
         )
         spec = storage.parent / "spec.yaml"
@@ -322,25 +339,18 @@ NODE_LOSS_SCRIPT = textwrap.dedent(
             [sys.executable, "-m", "rlsweep.cli", "run", str(spec), "--address", cluster.address, "--quiet"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        # Once a trial on the worker node is past its first checkpoint, the node dies: its raylet and
-        # workers are killed by PID (SIGKILL), as a lost machine would leave them.
-        deadline = time.monotonic() + 300
-        killed_at = None
-        while killed_at is None and time.monotonic() < deadline and driver.poll() is None:
-            for result in (storage / "nodes").glob("*/result.json"):
-                for line in result.read_text().splitlines():
-                    try:
-                        row = json.loads(line)
-                    except ValueError:
-                        continue
-                    if row.get("node_id") == worker.node_id and 750 <= row["env_steps"] < 3000:
-                        killed_at = (row["trial_id"], row["env_steps"])
-            time.sleep(0.1)
-        report["killed_at"] = killed_at
+        wait_for(lambda: next(rows(), None), "the first result")
+        # A second machine joins while the sweep runs...
+        worker = cluster.add_node(num_cpus=1)
+        report["joined"] = worker.node_id
+        # ...and once a trial on it is past its first checkpoint, it dies: its raylet and workers are
+        # killed by PID (SIGKILL), as a lost machine would leave them.
+        report["killed_at"] = wait_for(
+            lambda: next(((r["trial_id"], r["env_steps"]) for r in rows()
+                          if r.get("node_id") == worker.node_id and 750 <= r["env_steps"] < 3000), None),
+            "a trial on the node that joined",
+        )
         cluster.remove_node(worker, allow_graceful=False)
-        time.sleep(3)
-        joined = cluster.add_node(num_cpus=1)  # and a new machine joins while the sweep runs
-        report["joined"] = joined.node_id
         out, err = driver.communicate(timeout=600)
         report.update(exit=driver.returncode, stderr=err[-3000:])
     finally:
@@ -352,9 +362,14 @@ NODE_LOSS_SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_worker_node_dies_mid_sweep_its_trials_resume_elsewhere_and_a_joining_node_is_used(tmp_path):
-    report = _on_a_cluster(tmp_path, NODE_LOSS_SCRIPT)
-    assert report["killed_at"] is not None, "no trial ran on the worker node before the sweep ended"
+def _most_at_once(trials: list) -> int:
+    """The most trials that were between their first and last result at one time (by the rows' timestamps)."""
+    spans = [(min(r["timestamp"] for r in t.raw_rows), max(r["timestamp"] for r in t.raw_rows)) for t in trials]
+    return max(sum(start <= moment < end for start, end in spans) for moment, _ in spans)
+
+
+def test_a_node_joins_mid_sweep_and_is_used_then_dies_and_its_trial_resumes_on_the_head(tmp_path):
+    report = _on_a_cluster(tmp_path, NODE_SCRIPT)
     assert report["exit"] == 0, report["stderr"]
     sweep = load(tmp_path / "results" / "nodes")
     # Every planned trial once, finished, each row once up to the budget.
@@ -362,21 +377,22 @@ def test_a_worker_node_dies_mid_sweep_its_trials_resume_elsewhere_and_a_joining_
     for trial in sweep.trials:
         assert trial.state == "TERMINATED", (trial.trial_id, trial.error)
         assert [r["env_steps"] for r in trial.rows] == list(range(250, 3001, 250)), trial.trial_id
-    # The trial that was on the lost node failed and continued from a checkpoint on another node: its
-    # first rows are the lost node's, the rest another's, and its env-step count went on, never back to 0.
+    # Concurrency followed the cluster: the sweep began with one trial at a time on the 1-CPU head, and once
+    # the second node joined two ran at once, one of them on the new node.
+    assert _most_at_once(sweep.trials) == 2
+    # The trial that was on the node that died failed and continued from a checkpoint on the head: its
+    # first rows are the lost node's, the rest the head's, and its env-step count went on, never back to 0.
     lost_trial, lost_at = report["killed_at"]
     (trial,) = [t for t in sweep.trials if t.trial_id == lost_trial]
     assert trial.failures >= 1
     nodes = [r["node_id"] for r in trial.rows]
-    moved = next(i for i, node in enumerate(nodes) if node != report["lost"])
-    assert moved > 0 and report["lost"] not in nodes[moved:], nodes
+    moved = next(i for i, node in enumerate(nodes) if node != report["joined"])
+    assert moved > 0 and set(nodes[moved:]) == {report["head"]}, nodes
     # It went on after a checkpoint (every 500 env steps), at or past the step it was seen at before the
     # kill (the kill lands an iteration or two later).
     resumed_at = trial.rows[moved]["env_steps"]
     assert resumed_at > 250 and (resumed_at - 250) % 500 == 0 and resumed_at >= lost_at - 250, (resumed_at, lost_at)
     assert [r["env_steps"] for r in trial.raw_rows].count(250) == 1, "the trial started over from 0"
-    # The node that joined mid-sweep ran trials.
-    assert report["joined"] in {r["node_id"] for t in sweep.trials for r in t.rows}
 
 
 def test_a_sweep_runs_on_a_two_node_cluster(tmp_path):

@@ -31,12 +31,13 @@ def test_run_with_an_address_where_nothing_answers_exits_2_at_once(tmp_path, add
 @pytest.mark.slow
 def test_validate_and_a_sweep_leave_nothing_in_home(tmp_path):
     """RLlib logs each algorithm built outside Tune's own trainable to a folder of ~/ray_results; a sweep
-    writes nothing outside its storage (and the MLflow store)."""
+    writes nothing outside its storage (and the MLflow store), also when a rule ends its trials early (their
+    cleanup does not run then)."""
     home = tmp_path / "home"
     home.mkdir()
     spec = tmp_path / "spec.yaml"
     document = {**TINY_SPEC, "storage": str(tmp_path / "results"), "mlflow": None,
-                "budget": {"env_steps": 1000, "trials": 2}, "scheduler": "fifo"}
+                "budget": {"env_steps": 2000, "trials": 2}, "scheduler": "fifo", "stop": {"return_mean": 0}}
     spec.write_text(yaml.safe_dump(document))
     env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)}
     for command in (["validate", str(spec)], ["run", str(spec), "--quiet", "--set", "ray.num_cpus=2"]):

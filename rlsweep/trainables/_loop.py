@@ -102,21 +102,18 @@ class SeedRun:
 
     def __init__(self, spec: SweepSpec, sampled: dict[str, Any], seed: Any) -> None:
         self.seed = seed
-        self.algo = build_config(spec, sampled).build_algo()
+        # Its log folder (RLlib's, left empty) in the trial's working directory, not in ~/ray_results.
+        with _compat.algorithm_log_folders_in(os.getcwd()):
+            self.algo = build_config(spec, sampled).build_algo()
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
         self.env_steps = 0
 
     def stop(self) -> None:
-        """Stop the algorithm, and remove the empty folder it made in ``~/ray_results``: an algorithm built
-        outside Tune's own trainable gets a log folder there, and a sweep writes nothing outside its storage."""
-        from ray.train.constants import DEFAULT_STORAGE_PATH
-
+        """Stop the algorithm, and remove the empty log folder it made in the trial's working directory."""
         self.algo.stop()
-        logdir = Path(self.algo.logdir)
-        if logdir.parent == Path(DEFAULT_STORAGE_PATH):
-            with contextlib.suppress(OSError):  # not empty (something wrote there): left as it is
-                logdir.rmdir()
+        with contextlib.suppress(OSError):  # not empty (something wrote there): left as it is
+            Path(self.algo.logdir).rmdir()
 
 
 class TrialLoop:

@@ -172,6 +172,21 @@ def hyperband_clock(scheduler: Any) -> tuple[str, int]:
     return scheduler._time_attr, scheduler._max_t_attr
 
 
+def observe_exploits(on_exploit: Callable[[Any, Any, dict], None]) -> type:
+    """A mixin for a ``PopulationBasedTraining`` subclass that calls ``on_exploit(trial, donor, config
+    before)`` after each exploit. Ray 2.60: ``PopulationBasedTraining._exploit(tune_controller, trial,
+    trial_to_clone)``, the one place PBT (and PB2) picks a donor and mutates; no public hook says which
+    donor a trial took (the trace of a sweep shows it)."""
+
+    class ObservesExploits:
+        def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
+            before = dict(trial.config)
+            super()._exploit(tune_controller, trial, trial_to_clone)  # type: ignore[misc]
+            on_exploit(trial, trial_to_clone, before)
+
+    return ObservesExploits
+
+
 # --- Tune's driver: what it keeps of finished trials ---------------------------------------------------
 
 

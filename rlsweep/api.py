@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsweep import sweep
-from rlsweep.analysis import Best, load, live_logger, set_retrainer
+from rlsweep.analysis import Best, load, live_logger, set_retrainer, trace_target
 from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
 from rlsweep.spec import SweepSpec
@@ -95,7 +95,8 @@ def run(
         IncompatibleError: A trial cannot fit the cluster.
     """
     path, errored = sweep.run(
-        spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks
+        spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
+        trace=trace_target,
     )
     return _finish(spec, path, errored)
 
@@ -107,7 +108,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         SpecError: the spec was edited since the sweep started (the differences are listed).
         SweepError: the directory is not a resumable rlsweep experiment.
     """
-    root, spec, errored = sweep.resume(path, spec_path=spec_path, address=address)
+    root, spec, errored = sweep.resume(path, spec_path=spec_path, address=address, trace=trace_target)
     return _finish(spec, root, errored)
 
 

@@ -180,6 +180,18 @@ class MlflowSpec(Section):
     """also log results while the sweep runs"""
 
 
+class TracingSpec(Section):
+    otlp_endpoint: Text | None = None
+    """an OTLP/HTTP receiver (an OpenTelemetry Collector, Jaeger, Tempo): its base URL
+    (http://127.0.0.1:4318) or its traces URL (.../v1/traces); default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+    OTEL_EXPORTER_OTLP_ENDPOINT. OTEL_EXPORTER_OTLP_HEADERS are sent too"""
+    to: Literal["mlflow"] | None = None
+    """mlflow: the sweep's MLflow tracking server's own OTLP endpoint, into the sweep's experiment (needs an
+    http(s) mlflow.tracking_uri)"""
+    service_name: Annotated[StrictStr, Field(min_length=1, max_length=100)] = "rlsweep"
+    """the spans' service.name"""
+
+
 @dataclass(frozen=True)
 class PolicySetup:
     """One multi-agent setup: which policy each agent acts with, and which policies learn.
@@ -268,6 +280,8 @@ class SweepSpec(Section):
     """the Ray runtime or cluster"""
     mlflow: MlflowSpec | None = MlflowSpec()
     """where the sweep is logged; null or false: not at all"""
+    tracing: TracingSpec | None = None
+    """OpenTelemetry spans of the sweep and every trial, to an OTLP/HTTP receiver or MLflow; off by default"""
     document: SkipJsonSchema[dict[str, Any]] = Field(default={}, exclude=True)
 
     def to_yaml(self) -> str:
@@ -614,6 +628,40 @@ def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], s
                     f"sets one training seed, but seeds.per_trial is {seeds.per_trial}: each trial draws its "
                     "seeds from seeds.tuning; remove it, or set seeds.per_trial to 1",
                 ))
+    problems += _tracing_problems(values.get("tracing"), values.get("mlflow", MlflowSpec()))
+    return problems
+
+
+def _tracing_problems(tracing: TracingSpec | None, mlflow: MlflowSpec | None) -> list[Problem]:
+    """Where the spans go must be known, and reachable by the means the section names."""
+    from rlsweep import tracing as otel
+
+    if tracing is None:
+        return []
+    problems = []
+    if missing := otel.missing_modules():
+        problems.append(Problem(
+            "tracing", f"needs opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http ({', '.join(missing)} not "
+            "found); install them with: pip install 'rlsweep[tracing]'",
+        ))
+    if tracing.to is not None and tracing.otlp_endpoint is not None:
+        problems.append(Problem("tracing", "set either otlp_endpoint or to: mlflow, not both"))
+    elif tracing.to == "mlflow":
+        uri = mlflow.tracking_uri if mlflow is not None else None
+        if uri is None or not uri.startswith(("http://", "https://")):
+            problems.append(Problem(
+                "tracing.to",
+                f"'mlflow' sends spans to an MLflow tracking server's OTLP endpoint, but mlflow.tracking_uri is "
+                f"{shorten(uri) if uri else 'unset (mlflow: null)'}; start `mlflow server` and set mlflow.tracking_uri "
+                "to its http:// address, or send spans to a collector with tracing.otlp_endpoint",
+            ))
+    elif tracing.otlp_endpoint is None and otel.endpoint_from_environment() is None:
+        problems.append(Problem(
+            "tracing", "names no receiver: set otlp_endpoint (e.g. http://127.0.0.1:4318), to: mlflow, or the "
+            "OTEL_EXPORTER_OTLP_ENDPOINT environment variable",
+        ))
+    if tracing.otlp_endpoint is not None and not tracing.otlp_endpoint.startswith(("http://", "https://")):
+        problems.append(Problem("tracing.otlp_endpoint", f"must be an http(s) URL (OTLP/HTTP), got {shorten(tracing.otlp_endpoint)}"))
     return problems
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from rlsweep import _compat, store
+from rlsweep import _compat, store, tracing
 from rlsweep._dotted import flatten
 from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError, UsageError
 from rlsweep.seeds import seed_base
@@ -247,9 +247,36 @@ def _fit_cluster(spec: SweepSpec, address: str | None) -> float:
     return trial_cpus
 
 
-def _trainable(spec: SweepSpec, sweep_id: str) -> Any:
+def _trainable(spec: SweepSpec, sweep_id: str, trace: tracing.TraceTarget | None = None) -> Any:
     rule = SCHEDULERS[str(spec.scheduler.name)].checkpoint_rule(spec)
-    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id)))
+    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id), trace))
+
+
+#: Where a spec's spans go: ``spec -> TraceTarget`` (None: tracing off).
+TraceResolver = Callable[[SweepSpec], "tracing.TraceTarget | None"]
+
+
+def _otlp_target(spec: SweepSpec) -> tracing.TraceTarget | None:
+    if spec.tracing is not None and spec.tracing.to is not None:
+        raise UsageError(f"tracing.to: {spec.tracing.to} is resolved by rlsweep.run (rlsweep.api), not rlsweep.sweep.run", "tracing")
+    return tracing.target_for(spec.tracing)
+
+
+def _sweep_tracer(spec: SweepSpec, trace: tracing.TraceTarget | None) -> tracing.SweepTracer | tracing.Off:
+    return tracing.sweep_tracer(
+        trace, name=spec.name, algorithm=spec.algorithm, env=spec.env, searcher=spec.searcher.name,
+        scheduler=spec.scheduler.name, trials=spec.budget.trials, env_steps_per_trial=spec.budget.env_steps,
+    )
+
+
+def _trial_trace(tracer: tracing.SweepTracer | tracing.Off, trace: tracing.TraceTarget | None, sweep_id: str, path: Path) -> tracing.TraceTarget | None:
+    """What the trials need to trace themselves, under their root spans (the driver's)."""
+    if trace is None or not isinstance(tracer, tracing.SweepTracer):
+        return None
+    tracer.root.set_attributes(tracing.attributes({"sweep_id": sweep_id, "experiment_dir": str(path)}))
+    target = trace.with_sweep(tracer.context(), sweep_id)
+    tracer.target = target  # the trials' root spans take their ids from the sweep id
+    return target
 
 
 def run(
@@ -260,17 +287,32 @@ def run(
     verbose: int = 1,
     stopper: Any = None,
     callbacks: CallbackFactory | None = None,
+    trace: TraceResolver | None = None,
 ) -> tuple[Path, int]:
     """Run a validated sweep to the end; returns its experiment directory and how many trials errored.
     The arguments are :func:`rlsweep.api.run`'s, plus ``callbacks``, which makes extra Tune callbacks once
-    the experiment directory exists.
+    the experiment directory exists, and ``trace``, which says where the sweep's and its trials' spans go
+    (default: the spec's ``tracing.otlp_endpoint``; ``tracing.to: mlflow`` needs the MLflow experiment's id,
+    which :func:`rlsweep.api.run` resolves).
 
     Raises:
         IncompatibleError: a trial cannot fit the cluster.
     """
+    target = (trace or _otlp_target)(spec)
+    with tracing.driving(_sweep_tracer(spec, target)) as tracer:
+        return _run(spec, storage, address, verbose, stopper, callbacks, target, tracer)
+
+
+def _run(
+    spec: SweepSpec, storage: str | None, address: str | None, verbose: int, stopper: Any,
+    callbacks: CallbackFactory | None, trace: tracing.TraceTarget | None, tracer: tracing.SweepTracer | tracing.Off,
+) -> tuple[Path, int]:
     from ray import tune
 
-    trial_cpus = _fit_cluster(spec, address)
+    from rlsweep.schedulers._traced import TrialSpans, traced_scheduler
+
+    with tracer.span("preflight", address=address or spec.ray.address or "local"):
+        trial_cpus = _fit_cluster(spec, address)
 
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
     # With its name, which a dict spec may leave out: reading the YAML back would name it after the file.
@@ -285,7 +327,8 @@ def run(
         own_loggers=True,
     )
     guard = spec_problem_guard_class()()
-    tune_callbacks = [*_logger_callbacks(spec), guard] + ([_progress_callback(spec)] if verbose else [])
+    tune_callbacks = [*_logger_callbacks(spec), guard, TrialSpans(spec.algorithm, spec.env)]
+    tune_callbacks += [_progress_callback(spec)] if verbose else []
     if callbacks is not None:
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
@@ -294,13 +337,13 @@ def run(
         search_request(spec, capacity=ClusterCapacity(trial_cpus))
     )
     tuner = tune.Tuner(
-        _trainable(spec, sweep_id),
+        _trainable(spec, sweep_id, _trial_trace(tracer, trace, sweep_id, path)),
         param_space=param_space,
         tune_config=tune.TuneConfig(
             metric=spec.metric.name,
             mode=spec.metric.mode,
             search_alg=search_alg,
-            scheduler=SCHEDULERS[str(spec.scheduler.name)].build(spec),
+            scheduler=traced_scheduler(SCHEDULERS[str(spec.scheduler.name)].build(spec)),
             num_samples=num_samples,
             time_budget_s=spec.budget.time_s,
             reuse_actors=spec.ray.reuse_actors,
@@ -340,7 +383,9 @@ def spec_differences(ran: Any, now: Any) -> list[str]:
     return lines
 
 
-def resume(path: str | Path, *, spec_path: str | Path | None = None, address: str | None = None) -> tuple[Path, SweepSpec, int]:
+def resume(
+    path: str | Path, *, spec_path: str | Path | None = None, address: str | None = None, trace: TraceResolver | None = None
+) -> tuple[Path, SweepSpec, int]:
     """Continue an interrupted sweep (its driver killed, the machine rebooted): finished and failed trials
     are kept as they are, unfinished ones continue from their latest checkpoint with their env-step
     counts, and the searcher continues from its saved state.
@@ -377,18 +422,21 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         raise SweepError(f"{root}: cannot resume safely: " + "; ".join(damage))
     spec = load_spec(ran if ran is not None else now, preflight=False)
     ensure_ray(spec, address)
-    # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
-    tuner = tune.Tuner.restore(
-        str(root),
-        trainable=_trainable(spec, str(info.get("sweep_id", ""))),
-        resume_unfinished=True,
-        resume_errored=False,
-        restart_errored=False,
-        param_space=None,
-    )
-    # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
-    with _tune_environment(own_loggers=bool(info.get("own_loggers"))), _leave_home_as_it_was():
-        grid = tuner.fit()
+    sweep_id = str(info.get("sweep_id", ""))
+    target = (trace or _otlp_target)(spec)
+    with tracing.driving(_sweep_tracer(spec, target)) as tracer:
+        # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
+        tuner = tune.Tuner.restore(
+            str(root),
+            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root)),
+            resume_unfinished=True,
+            resume_errored=False,
+            restart_errored=False,
+            param_space=None,
+        )
+        # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
+        with _tune_environment(own_loggers=bool(info.get("own_loggers"))), _leave_home_as_it_was():
+            grid = tuner.fit()
     _raise_spec_problems(root)
     return root, spec, sum(1 for r in grid if r.error is not None)
 

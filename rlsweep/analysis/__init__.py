@@ -3,10 +3,11 @@ checkpoint, evaluation on fresh seeds, confirmation on held-out training seeds, 
 
 from rlsweep.analysis._live import live_logger
 from rlsweep.analysis._load import CheckpointRecord, Sweep, Trial, load, set_retrainer
-from rlsweep.analysis._mlflow import export
+from rlsweep.analysis._mlflow import export, trace_target
 from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP, Best, SelectionRule
 
 __all__ = [
+    "trace_target",
     "DEFAULT_EVAL_SEEDS",
     "DEFAULT_RULE",
     "RULE_HELP",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from rlsweep import store
-from rlsweep.errors import ExportError
+from rlsweep.errors import ExportError, UsageError
 from rlsweep.metrics import ENV_STEPS, env_steps, exported_values
 from rlsweep.spec import DEFAULT_TRACKING_URI, MlflowSpec
 
@@ -283,6 +283,28 @@ def _trial_start_ms(trial: Any) -> int | None:
     first = trial.rows[0]
     start = float(first.get(store.TIMESTAMP_KEY, 0)) - float(first.get("time_total_s", 0))
     return int(start * 1000) if start > 0 else None
+
+
+def trace_target(spec: Any) -> Any:
+    """Where the spec's spans go (:class:`rlsweep.tracing.TraceTarget`, None: tracing off). With
+    ``tracing.to: mlflow``: the sweep's MLflow server's OTLP endpoint, into the sweep's experiment (made
+    here if new).
+
+    Raises:
+        UsageError: the MLflow server does not answer (before anything starts).
+    """
+    from rlsweep import tracing
+
+    settings = spec.tracing
+    if settings is None or settings.to != "mlflow":
+        return tracing.target_for(settings)
+    uri = spec.mlflow.tracking_uri
+    if (problem := server_problem(uri)) is not None:
+        raise UsageError(f"tracing.to: mlflow: the MLflow server at {uri} does not answer ({problem}); start it, or "
+                         "remove the tracing section", "tracing.to")
+    from mlflow import MlflowClient
+
+    return tracing.target_for(settings, experiment_id(MlflowClient(tracking_uri=uri), spec.mlflow.experiment), uri)
 
 
 def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:

@@ -1,5 +1,6 @@
 """How many suggestions a searcher may have running: Tune's ``ConcurrencyLimiter`` with a limit that
-follows the Ray cluster. Imported when a sweep builds its searcher (it imports Ray)."""
+follows the Ray cluster; and each suggestion as a span of the sweep's trace (:mod:`rlsweep.tracing`).
+Imported when a sweep builds its searcher (it imports Ray)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
-from ray.tune.search import ConcurrencyLimiter, Searcher
+from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
+
+from rlsweep import tracing
 
 log = logging.getLogger("rlsweep")
 
@@ -40,4 +43,24 @@ class ClusterLimiter(ConcurrencyLimiter):
                 log.info("concurrency follows the cluster: %d -> %d trials at once", self.max_concurrent, limit)
                 self.set_max_concurrency(limit)
                 self.searcher.set_max_concurrency(limit)  # a searcher that limits itself (Tune's protocol)
-        return super().suggest(trial_id)
+        suggestion = super().suggest(trial_id)
+        if isinstance(suggestion, dict):
+            _suggested(trial_id, suggestion, limit=self.max_concurrent, searcher=type(self.searcher).__name__)
+        return suggestion
+
+
+def _suggested(trial_id: str, config: dict, **values: object) -> None:
+    """A ``suggest`` span on the sweep's trace: the trial and the config it was given."""
+    tracer = tracing.driver()
+    if tracer.enabled:
+        tracer.event("suggest", trial_id=trial_id, **values, **{f"config.{k}": v for k, v in config.items()})
+
+
+class TracedVariantGenerator(BasicVariantGenerator):
+    """Tune's generator of random and grid draws, with a ``suggest`` span per trial it makes."""
+
+    def next_trial(self):  # noqa: ANN201 - Tune's signature
+        trial = super().next_trial()
+        if trial is not None:
+            _suggested(trial.trial_id, dict(trial.config), searcher="BasicVariantGenerator")
+        return trial

@@ -127,11 +127,11 @@ class RandomSearcher(SearcherEntry):
     def build(self, request: SearchRequest) -> tuple[Any, dict[str, Any], int]:
         if not self._variants(request):
             return super().build(request)
-        from ray.tune.search import BasicVariantGenerator
+        from rlsweep.search_spaces._limiter import TracedVariantGenerator
 
         # Independent draws need no limiter: without a cap Tune makes them up front and starts each as soon
         # as a trial fits the cluster, so concurrency follows the cluster as nodes join or leave.
-        search_alg = BasicVariantGenerator(
+        search_alg = TracedVariantGenerator(
             points_to_evaluate=request.points, random_state=request.seed, max_concurrent=request.max_concurrent or 0
         )
         param_space = self.compiler.compile(request.space, lossy=request.lossy).native

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlsweep import _compat, metrics, store
+from rlsweep import _compat, metrics, store, tracing
 from rlsweep.errors import NonFiniteLossError, Problem, SpecError
 from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
@@ -51,19 +51,23 @@ class TrialPlan:
             HyperBand pauses and later resumes from it): those must carry a fresh checkpoint.
         eval_every: Evaluate this often (and at the budget); None without an evaluation section.
         seed_base: The sweep's seed base (:func:`rlsweep.seeds.seed_base`): with the trial's index, its seed.
+        trace: Where the trial's spans go (the spec's ``tracing``); None: no tracing.
     """
 
     checkpoint_every: int
     scheduler_rule: CheckpointRule | None = None
     eval_every: int | None = None
     seed_base: int = 0
+    trace: tracing.TraceTarget | None = None
 
 
-def plan_for(spec: SweepSpec, scheduler_rule: CheckpointRule | None, seed_base: int = 0) -> TrialPlan:
+def plan_for(
+    spec: SweepSpec, scheduler_rule: CheckpointRule | None, seed_base: int = 0, trace: tracing.TraceTarget | None = None
+) -> TrialPlan:
     every = spec.checkpoint.every_env_steps or max(1, spec.budget.env_steps // DEFAULT_CHECKPOINTS_PER_TRIAL)
     # Without an interval, evaluation runs once, when the trial reaches its budget.
     evaluate = (spec.evaluation.every_env_steps or spec.budget.env_steps) if spec.evaluation is not None else None
-    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate, seed_base=seed_base)
+    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate, seed_base=seed_base, trace=trace)
 
 
 def with_seeds(spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan, index: int) -> tuple[dict[str, Any], list[int]]:
@@ -128,12 +132,14 @@ class TrialLoop:
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
+        self.tracer = self._start_trace()
         # Before the build, so a trial whose env or config fails to build still says what it ran with.
         self.record_settings()
         self.runs: list[SeedRun] = []
         try:
-            for seed in self.seeds:
-                self.runs.append(SeedRun(spec, {**sampled, SEED_PATH: seed} if len(self.seeds) > 1 else sampled, seed))
+            with self.tracer.span("build", node_id=self.node_id, seeds=list(self.seeds), pid=os.getpid()):
+                for seed in self.seeds:
+                    self.runs.append(SeedRun(spec, {**sampled, SEED_PATH: seed} if len(self.seeds) > 1 else sampled, seed))
         except BaseException:
             self.stop()
             raise
@@ -144,6 +150,15 @@ class TrialLoop:
         self.next_eval = plan.eval_every or 0
         self.last_rule = 0
         self.checked_keys = False
+
+    def _start_trace(self) -> tracing.TrialTracer | tracing.Off:
+        """The trial process's spans, under the trial's root span (the driver's), or
+        :data:`rlsweep.tracing.OFF`."""
+        if self.plan.trace is None:
+            return tracing.OFF
+        from ray import tune
+
+        return tracing.trial_tracer(self.plan.trace, tune.get_context().get_trial_id())
 
     @staticmethod
     def _limit_torch_threads() -> None:
@@ -174,7 +189,7 @@ class TrialLoop:
         checkpoint = tune.get_checkpoint()
         if checkpoint is None:
             return False
-        with checkpoint.as_directory() as directory:
+        with self.tracer.span("restore", checkpoint=checkpoint.path), checkpoint.as_directory() as directory:
             for index, run in enumerate(self.runs):
                 run.algo.restore_from_path(store.seed_checkpoint_dir(directory, index))
             meta = store.read_checkpoint_meta(directory)
@@ -187,6 +202,7 @@ class TrialLoop:
             run.env_steps = restored
         if restored >= self.spec.budget.env_steps:
             # Nothing is left to train: the trial ends at the budget with the metrics it copied.
+            self.tracer.flush()
             tune.report({**meta["metrics"], **in_effect_row(self.algo, self.searched)})
             return True
         self.next_checkpoint = _next_multiple(restored, self.plan.checkpoint_every)
@@ -202,6 +218,10 @@ class TrialLoop:
         for run in self.runs:
             with run.timer.iteration():
                 result = run.algo.train()
+            self.tracer.record_iteration(
+                *run.timer.last_window, run.timer.last_intervals, env_steps=lifetime_env_steps(result),
+                iteration=result.get("training_iteration"), seed=run.seed, node_id=self.node_id,
+            )
             if losses := non_finite_losses(result):
                 which = f" (seed {run.seed})" if len(self.runs) > 1 else ""
                 raise NonFiniteLossError(
@@ -220,8 +240,9 @@ class TrialLoop:
         if not (env_steps >= self.next_eval or done):
             return 0.0
         start = time.perf_counter()
-        for run, result in zip(self.runs, results):
-            result["evaluation"] = run.algo.evaluate()
+        with self.tracer.span("evaluate", env_steps=env_steps):
+            for run, result in zip(self.runs, results):
+                result["evaluation"] = run.algo.evaluate()
         self.next_eval = _next_multiple(env_steps, self.plan.eval_every)
         return time.perf_counter() - start
 
@@ -297,11 +318,13 @@ class TrialLoop:
         from ray import tune
 
         if not checkpoint:
+            self.tracer.flush()  # Tune may end this process after any report
             tune.report(row)
             return
         with tempfile.TemporaryDirectory(prefix="rlsweep-ckpt-") as directory:
-            for index, run in enumerate(self.runs):
-                run.algo.save_to_path(store.seed_checkpoint_dir(directory, index))
+            with self.tracer.span("checkpoint", env_steps=metrics.env_steps(row)):
+                for index, run in enumerate(self.runs):
+                    run.algo.save_to_path(store.seed_checkpoint_dir(directory, index))
             normalized = {k: v for k, v in row.items() if k in metrics.NORMALIZED_METRICS}
             store.write_checkpoint_meta(
                 directory,
@@ -314,6 +337,7 @@ class TrialLoop:
                     "rule_env_steps": self.last_rule,
                 },
             )
+            self.tracer.flush()
             tune.report(row, checkpoint=tune.Checkpoint.from_directory(directory))
 
     def run(self) -> None:
@@ -341,6 +365,8 @@ class TrialLoop:
     def stop(self) -> None:
         for run in getattr(self, "runs", []):
             run.stop()
+        getattr(self, "tracer", tracing.OFF).close()
+        self.tracer = tracing.OFF
 
     def _check_reported_keys(self, reported: Mapping[str, Any], available: Mapping[str, Any]) -> None:
         keys = [self.spec.metric.name, *self.spec.stop]

@@ -32,6 +32,8 @@ PHASE_OF_TIMER: dict[str, str] = {
     "learn_on_batch": "learn",
     # IMPALA/APPO: the learner thread's own update, running beside the training loop.
     "learner_thread_update_timer": "learn",
+    # Weights from the learner to the env runners: part of other_time_s, a span of its own in a trace.
+    "synch_weights": "weight_sync",
 }
 
 
@@ -73,6 +75,11 @@ class PhaseTimer:
         self._closed: list[tuple[str, float, float]] = []
         self._open: dict[int, tuple[str, float]] = {}
         self.last: dict[str, float] = {}
+        #: The last iteration's window and its phases' intervals (perf_counter seconds), which never overlap:
+        #: ``sample`` and ``learn`` add up to ``sample_time_s`` and ``learn_time_s``; ``weight_sync`` lies
+        #: in ``other_time_s``. A trace's spans are made from them.
+        self.last_window: tuple[float, float] = (0.0, 0.0)
+        self.last_intervals: dict[str, list[tuple[float, float]]] = {}
         self._tap(algo.metrics)
         learner = _compat.local_learner(getattr(algo, "learner_group", None))
         if learner is not None and getattr(learner, "metrics", None) is not None:
@@ -119,13 +126,16 @@ class PhaseTimer:
         with self._lock:
             spans = [*self._closed, *((phase, t0, end) for phase, t0 in self._open.values())]
             self._closed = []
-        clipped: dict[str, list[tuple[float, float]]] = {"sample": [], "learn": []}
+        clipped: dict[str, list[tuple[float, float]]] = {"sample": [], "learn": [], "weight_sync": []}
         for phase, t0, t1 in spans:
             t0, t1 = max(t0, start), min(t1, end)
             if t1 > t0:
                 clipped[phase].append((t0, t1))
         learn = _union(clipped["learn"])
         sample = _minus(_union(clipped["sample"]), learn)
+        sync = _minus(_minus(_union(clipped["weight_sync"]), learn), sample)
+        self.last_window = (start, end)
+        self.last_intervals = {"sample": sample, "learn": learn, "weight_sync": sync}
         total = end - start
         learn_s, sample_s = _length(learn), _length(sample)
         return {

@@ -44,7 +44,12 @@ def sweep(tmp_path_factory, ray_runtime):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """``rlsweep ui`` on a fresh SQLite store and a free port; ended by its process group at the end."""
+    yield from ui_server(tmp_path_factory)
+
+
+def ui_server(tmp_path_factory):
+    """``rlsweep ui`` on a fresh SQLite store and a free port, yielding its URL; ended by its process group
+    at the end."""
     root = tmp_path_factory.mktemp("server")
     port = free_port()
     process = subprocess.Popen(

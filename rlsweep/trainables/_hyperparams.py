@@ -34,25 +34,31 @@ def in_effect(algo: Any, paths: Iterable[str]) -> dict[str, float]:
     paths = list(paths)
     if not paths or algo.learner_group is None:
         return {}
-
-    def read(learner: Any) -> dict[str, float]:
-        values: dict[str, float] = {}
-        schedules = _compat.optimizer_learning_rates(learner)
-        for path in paths:
-            method, _, rest = path.partition(".")
-            if path == "training.lr" and schedules:
-                values[path] = _compat.optimizer_learning_rate(learner, next(iter(schedules)))
-                continue
-            value = _lookup(learner.config if method == "training" else algo.config, rest)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                values[path] = float(value)
+    values = _numbers({path: _lookup(algo.config, path.partition(".")[2]) for path in paths if not path.startswith("training.")})
+    learner_paths = [path for path in paths if path.startswith("training.")]
+    if not learner_paths:
         return values
+
+    # Shipped to remote learners (learners.num_learners >= 1): it holds the paths only, not the algorithm.
+    def read(learner: Any) -> dict[str, float]:
+        found: dict[str, Any] = {}
+        schedules = _compat.optimizer_learning_rates(learner)
+        for path in learner_paths:
+            if path == "training.lr" and schedules:
+                found[path] = _compat.optimizer_learning_rate(learner, next(iter(schedules)))
+            else:
+                found[path] = _lookup(learner.config, path.partition(".")[2])
+        return _numbers(found)
 
     # One result per learner (a RemoteCallResults of CallResults); all learners hold the same values.
     for call in algo.learner_group.foreach_learner(read):
         if call.ok:
-            return dict(call.get())
-    return {}
+            return {**values, **call.get()}
+    return values
+
+
+def _numbers(values: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _lookup(config: Any, dotted: str) -> Any:

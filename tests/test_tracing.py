@@ -189,6 +189,47 @@ def test_the_mlflow_ui_shows_a_trials_trace(traced, server, tmp_path):
         browser.quit()
 
 
+@pytest.mark.parametrize(
+    "remote, span",
+    [({"env_runners.num_env_runners": 1}, "env_runner.sample"), ({"learners.num_learners": 1}, "learner.update")],
+    ids=["env-runner", "learner"],
+)
+def test_spans_of_remote_env_runners_and_learners_join_the_trials_trace(tmp_path, ray_runtime, server, remote, span):
+    document = small_ppo(
+        "remote", tmp_path / "results", budget={"env_steps": 1000, "trials": 1},
+        mlflow={"tracking_uri": server, "experiment": "remote", "export": False}, tracing={"to": "mlflow"},
+    )
+    document["config"] = {**document["config"], **remote}
+    sweep = load(rlsweep.run(rlsweep.load_spec(document), verbose=0).path)
+    (trial,) = sweep.trials
+    # The trial reads its hyperparameters back from a remote learner too (that once shipped the algorithm).
+    assert trial.state == "TERMINATED", trial.error
+    assert trial.rows[-1]["hp/training.lr"] == pytest.approx(trial.config["training.lr"])
+    client = MlflowClient(tracking_uri=server)
+    experiment_id = client.get_experiment_by_name("remote").experiment_id
+    deadline, spans = time.monotonic() + 60, []
+    while time.monotonic() < deadline:
+        traces = client.search_traces(locations=[experiment_id], max_results=100)
+        roots = {root.name: (root, found) for trace in traces for root, found in [_root_and_spans(trace)] if root}
+        mine = [(r, f) for r, f in (_root_and_spans(t) for t in traces) if r and _attribute(r, "trial_id") == trial.trial_id]
+        if mine and any(s.name == span for s in mine[0][1]):
+            root, spans = mine[0]
+            break
+        time.sleep(1)
+    remote_spans = [s for s in spans if s.name == span]
+    assert remote_spans, f"no {span} span in the trial's trace: {sorted({s.name for s in spans})}"
+    (build,) = [s for s in spans if s.name == "build"]
+    # From another process than the trial's, under the trial's root span.
+    assert all(_attribute(s, "pid") != _attribute(build, "pid") for s in remote_spans)
+    assert all(s.parent_id == root.span_id for s in remote_spans)
+    assert roots  # the sweep's trace is there too
+
+
+def _root_and_spans(trace):
+    roots = [s for s in trace.data.spans if s.parent_id is None]
+    return (roots[0] if roots else None), trace.data.spans
+
+
 PROBE_SCRIPT = """
 import json, os, sys
 import rlsweep

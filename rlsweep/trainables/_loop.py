@@ -30,6 +30,7 @@ from rlsweep.trainables._config import build_config, settings_for, trial_resourc
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, kept_rllib_keys, lifetime_env_steps, rllib_section
+from rlsweep.trainables._remote_spans import trace_remote_workers
 from rlsweep.trainables._timing import PhaseTimer
 
 if TYPE_CHECKING:
@@ -104,11 +105,14 @@ class SeedRun:
     """One seed of a trial: its algorithm, its metric normalizer and phase timer, its env steps at the last
     report."""
 
-    def __init__(self, spec: SweepSpec, sampled: dict[str, Any], seed: Any) -> None:
+    def __init__(
+        self, spec: SweepSpec, sampled: dict[str, Any], seed: Any, trace: tracing.TraceTarget | None = None, trial_id: str = ""
+    ) -> None:
         self.seed = seed
+        config = trace_remote_workers(build_config(spec, sampled), trace, trial_id)
         # Its log folder (RLlib's, left empty) in the trial's working directory, not in ~/ray_results.
         with _compat.algorithm_log_folders_in(os.getcwd()):
-            self.algo = build_config(spec, sampled).build_algo()
+            self.algo = config.build_algo()
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
         self.env_steps = 0
@@ -125,6 +129,7 @@ class TrialLoop:
 
     def __init__(self, spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan) -> None:
         import ray
+        from ray import tune
 
         started = time.perf_counter()
         reset_peak_rss()  # the worker process may have run an earlier trial (reuse_actors)
@@ -132,14 +137,16 @@ class TrialLoop:
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
-        self.tracer = self._start_trace()
+        self.trial_id = str(tune.get_context().get_trial_id())
+        self.tracer = tracing.trial_tracer(plan.trace, self.trial_id)
         # Before the build, so a trial whose env or config fails to build still says what it ran with.
         self.record_settings()
         self.runs: list[SeedRun] = []
         try:
             with self.tracer.span("build", node_id=self.node_id, seeds=list(self.seeds), pid=os.getpid()):
                 for seed in self.seeds:
-                    self.runs.append(SeedRun(spec, {**sampled, SEED_PATH: seed} if len(self.seeds) > 1 else sampled, seed))
+                    draw = {**sampled, SEED_PATH: seed} if len(self.seeds) > 1 else sampled
+                    self.runs.append(SeedRun(spec, draw, seed, plan.trace, self.trial_id))
         except BaseException:
             self.stop()
             raise
@@ -150,15 +157,6 @@ class TrialLoop:
         self.next_eval = plan.eval_every or 0
         self.last_rule = 0
         self.checked_keys = False
-
-    def _start_trace(self) -> tracing.TrialTracer | tracing.Off:
-        """The trial process's spans, under the trial's root span (the driver's), or
-        :data:`rlsweep.tracing.OFF`."""
-        if self.plan.trace is None:
-            return tracing.OFF
-        from ray import tune
-
-        return tracing.trial_tracer(self.plan.trace, tune.get_context().get_trial_id())
 
     @staticmethod
     def _limit_torch_threads() -> None:

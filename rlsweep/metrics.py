@@ -31,6 +31,9 @@ NORMALIZED_METRICS: dict[str, str] = {
     "time_total_s": "wall time of the trial so far",
     "setup_time_s": "time the trial took to start before its first iteration (settings recorded, algorithm built)",
     "peak_memory_mb": "peak resident memory of the trial's processes (its own, remote env runners, learners)",
+    "policy_memory_mb": "MB of every policy's weights and optimizer state, summed over the processes that hold "
+    "a copy (env runners act with one, learners learn with one and its optimizer state); per policy as "
+    "policy_memory_mb/<policy>",
     "eval_return_mean": "mean return of the latest separate greedy evaluation episodes",
     "eval_time_s": "time the evaluation after this iteration took (0 where none ran; not in iteration_time_s)",
 }
@@ -49,6 +52,9 @@ RLLIB_PREFIX = "rllib/"
 
 #: Hyperparameters read back from the running algorithm are reported as ``hp/<spec path>``.
 HP_PREFIX = "hp/"
+
+#: Each policy's share of ``policy_memory_mb`` is reported as ``policy_memory_mb/<policy id>``.
+POLICY_MEMORY_PREFIX = "policy_memory_mb/"
 
 #: The Ray node a row was computed on (a string, never exported as a metric).
 NODE_ID = "node_id"
@@ -100,10 +106,11 @@ def metric_name_problem(name: str) -> str | None:
 
 def exported(key: str) -> bool:
     """Whether a row's key becomes an MLflow metric: the normalized metrics, each seed's
-    (``seed/<k>/...``) and ``hp/...`` (PBT's hyperparameters change per row, and MLflow params cannot)."""
+    (``seed/<k>/...``), ``hp/...`` (PBT's hyperparameters change per row, and MLflow params cannot) and
+    each policy's memory (``policy_memory_mb/<policy>``)."""
     if key.startswith(PER_SEED_PREFIX):
         return key.rsplit("/", 1)[-1] in NORMALIZED_METRICS
-    return key in NORMALIZED_METRICS or key.startswith(HP_PREFIX)
+    return key in NORMALIZED_METRICS or key.startswith((HP_PREFIX, POLICY_MEMORY_PREFIX))
 
 
 def exported_values(row_: Mapping[str, Any]) -> dict[str, float]:

@@ -28,7 +28,7 @@ from rlsweep.errors import NonFiniteLossError, Problem, SpecError
 from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
-from rlsweep.trainables._memory import reset_peak_rss, trial_peak_memory_mb
+from rlsweep.trainables._memory import policy_memory_mb, reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, kept_rllib_keys, lifetime_env_steps, rllib_section
 from rlsweep.trainables._remote_spans import trace_remote_workers
 from rlsweep.trainables._timing import PhaseTimer
@@ -157,6 +157,7 @@ class TrialLoop:
         self.next_eval = plan.eval_every or 0
         self.last_rule = 0
         self.checked_keys = False
+        self.policy_memory: dict[str, float] | None = None
 
     @staticmethod
     def _limit_torch_threads() -> None:
@@ -268,12 +269,28 @@ class TrialLoop:
             normalized["eval_time_s"] = eval_time
         normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
         normalized["peak_memory_mb"] = trial_peak_memory_mb(*(run.algo for run in self.runs))
+        normalized.update(self._policy_memory())
         normalized["setup_time_s"] = self.setup_time_s
         row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib, node_id=self.node_id)
         if not self.checked_keys:
             self._check_reported_keys(row, available=sections[0])
             self.checked_keys = True
         return row
+
+    def _policy_memory(self) -> dict[str, float]:
+        """``policy_memory_mb`` and its share per policy, over every seed's algorithm. Read once the
+        optimizers hold their state (after the first update), then kept: weights and optimizer state do
+        not change size."""
+        if self.policy_memory is None:
+            per_policy: dict[str, float] = {}
+            for run in self.runs:
+                for policy, mb in policy_memory_mb(run.algo).items():
+                    per_policy[policy] = per_policy.get(policy, 0.0) + mb
+            self.policy_memory = {
+                "policy_memory_mb": sum(per_policy.values()),
+                **{metrics.POLICY_MEMORY_PREFIX + policy: mb for policy, mb in per_policy.items()},
+            }
+        return self.policy_memory
 
     def _combined(self, per_seed: list[dict[str, Any]]) -> dict[str, Any]:
         """One row from the seeds' rows: what they learned aggregated, times added up, the common clock."""

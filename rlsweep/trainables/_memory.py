@@ -48,3 +48,59 @@ def trial_peak_memory_mb(*algos: Any) -> float:
         if learners is not None and not learners.is_local:
             total += sum(r.get() for r in learners.foreach_learner(peak_rss_mb) if r.ok)
     return total
+
+
+def module_bytes(learner: Any) -> dict[str, tuple[int, int]]:
+    """Policy (module id) -> (parameter bytes, optimizer state bytes) as one learner holds them. Runs in the
+    learner's process (a remote learner too): it holds nothing of the trial's."""
+    import torch
+
+    found: dict[str, tuple[int, int]] = {}
+    for module_id, module in learner.module.items():
+        params = sum(p.numel() * p.element_size() for p in module.parameters()) if hasattr(module, "parameters") else 0
+        state = 0
+        try:
+            optimizers = learner.get_optimizers_for_module(module_id)
+        except (KeyError, ValueError):  # a policy that does not learn has no optimizer
+            optimizers = []
+        for _, optimizer in optimizers:
+            for values in getattr(optimizer, "state", {}).values():
+                state += sum(v.numel() * v.element_size() for v in values.values() if torch.is_tensor(v))
+        found[str(module_id)] = (params, state)
+    return found
+
+
+def copies_of_policies(algo: Any) -> tuple[int, int]:
+    """``(inference copies, learner copies)``: how many processes hold each policy's weights to act with
+    (the local env runner and every remote one, the evaluation runners likewise) and to learn with (every
+    learner, each with its optimizer state)."""
+    acting = 0
+    for name in ("env_runner_group", "eval_env_runner_group"):
+        group = getattr(algo, name, None)
+        if group is None:
+            continue
+        remote = group.num_remote_env_runners()
+        local = getattr(group, "local_env_runner", None)
+        acting += remote + (1 if local is not None and getattr(local, "module", None) is not None else 0)
+    learners = getattr(algo, "learner_group", None)
+    learning = 0
+    if learners is not None:
+        learning = 1 if learners.is_local else max(1, int(algo.config.num_learners))
+    return acting, learning
+
+
+def policy_memory_mb(algo: Any) -> dict[str, float]:
+    """Policy -> MB of its weights and optimizer state summed over every process that holds a copy:
+    parameters x (acting copies + learner copies) + optimizer state x learner copies. What a league of
+    frozen opponents costs per env runner, before it runs out of memory."""
+    learners = getattr(algo, "learner_group", None)
+    if learners is None:
+        return {}
+    by_learner = [r.get() for r in learners.foreach_learner(module_bytes) if r.ok]
+    if not by_learner:
+        return {}
+    acting, learning = copies_of_policies(algo)
+    return {
+        module_id: (params * (acting + learning) + state * learning) / 2**20
+        for module_id, (params, state) in by_learner[0].items()
+    }

@@ -274,7 +274,7 @@ def _trial_trace(tracer: tracing.SweepTracer | tracing.Off, trace: tracing.Trace
     if trace is None or not isinstance(tracer, tracing.SweepTracer):
         return None
     tracer.root.set_attributes(tracing.attributes({"sweep_id": sweep_id, "experiment_dir": str(path)}))
-    target = trace.with_sweep(tracer.context(), sweep_id)
+    target = trace.with_sweep(sweep_id)
     tracer.target = target  # the trials' root spans take their ids from the sweep id
     return target
 

@@ -96,18 +96,16 @@ class TraceTarget:
         endpoint: The OTLP/HTTP traces URL.
         headers: Sent with every export (the MLflow experiment's id, the environment's headers).
         service_name: The ``service.name`` of the spans' resource.
-        sweep_context: The sweep span's W3C trace context (``traceparent``); each trial's trace links to it.
-        sweep_id: The sweep's id, an attribute of every span.
+        sweep_id: The sweep's id: with a trial's id, the ids of that trial's root span (:func:`trial_span_ids`).
     """
 
     endpoint: str
     headers: tuple[tuple[str, str], ...] = ()
     service_name: str = "rlsweep"
-    sweep_context: tuple[tuple[str, str], ...] = ()
     sweep_id: str = ""
 
-    def with_sweep(self, context: Mapping[str, str], sweep_id: str) -> TraceTarget:
-        return TraceTarget(self.endpoint, self.headers, self.service_name, tuple(sorted(context.items())), sweep_id)
+    def with_sweep(self, sweep_id: str) -> TraceTarget:
+        return TraceTarget(self.endpoint, self.headers, self.service_name, sweep_id)
 
 
 def target_for(tracing: Any, mlflow_experiment_id: str | None = None, mlflow_uri: str | None = None) -> TraceTarget | None:
@@ -302,14 +300,6 @@ class SweepTracer(Tracer):
         )
         self._stack = [self.root]
         self.trials: dict[str, Any] = {}
-
-    def context(self) -> dict[str, str]:
-        """The sweep span's W3C trace context (``traceparent``)."""
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-        carrier: dict[str, str] = {}
-        TraceContextTextMapPropagator().inject(carrier, context=self._trace.set_span_in_context(self.root))
-        return carrier
 
     def start_trial(self, trial_id: str, **values: Any) -> None:
         """The root span of a trial's trace, from when Tune starts the trial (again, after a retry or a

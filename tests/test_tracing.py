@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
 import rlsweep
 from rlsweep.analysis import load
-from tests.analysis.test_mlflow_server import _chromium, ui_server
+from tests.analysis.test_mlflow_server import _chromium, screenshot, ui_server
 from tests.conftest import REPO, small_ppo
 
 pytestmark = pytest.mark.slow
@@ -180,11 +178,7 @@ def test_the_mlflow_ui_shows_a_trials_trace(traced, server, tmp_path):
         assert any(t.trial_id in shown for t in sweep.trials), shown[-2000:]
         for name in ("trial", "build", "iteration", "sample", "learn", "checkpoint"):
             assert f"\n{name}\n" in shown, name
-        shot = tmp_path / "mlflow_trace.png"
-        assert browser.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000
-        for target in filter(None, [os.environ.get("RLSWEEP_SCREENSHOT_DIR")]):
-            shutil.copy(shot, Path(target) / shot.name)
+        screenshot(browser, tmp_path / "mlflow_trace.png")
     finally:
         browser.quit()
 

@@ -132,6 +132,14 @@ def _chromium():
     return webdriver.Chrome(service=Service(driver), options=options)
 
 
+def screenshot(browser, shot: Path) -> None:
+    """Save what the browser shows under the test's output (and in ``RLSWEEP_SCREENSHOT_DIR`` if set)."""
+    assert browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    for target in filter(None, [os.environ.get("RLSWEEP_SCREENSHOT_DIR")]):
+        shutil.copy(shot, Path(target) / shot.name)
+
+
 def test_the_mlflow_ui_shows_the_sweep_and_its_trials(sweep, server, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -148,10 +156,6 @@ def test_the_mlflow_ui_shows_the_sweep_and_its_trials(sweep, server, tmp_path):
         assert expanders, "no expander next to the parent run"
         expanders[0].click()
         WebDriverWait(browser, 60).until(lambda b: all(t.trial_id in body(b) for t in sweep.trials))
-        shot = tmp_path / "mlflow_ui.png"
-        assert browser.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000
-        for target in filter(None, [os.environ.get("RLSWEEP_SCREENSHOT_DIR")]):
-            shutil.copy(shot, Path(target) / shot.name)
+        screenshot(browser, tmp_path / "mlflow_ui.png")
     finally:
         browser.quit()

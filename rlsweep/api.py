@@ -139,6 +139,19 @@ def confirm(
     return load(path).confirm(top, seeds, rule=rule, trials=trials, address=address, verbose=verbose)
 
 
+def check_memory(spec: SweepSpec, *, address: str | None = None) -> sweep.MemoryFit | None:
+    """What :func:`run` checks before launch, without running the sweep: join ``address`` (or start a
+    local Ray runtime), check that one trial's CPUs fit, then measure one trial at the search space's most
+    memory-hungry corner and how many such trials the nodes' memory holds at once. None when the spec turns
+    the measurement off (``ray.memory_check: false``).
+
+    Raises:
+        IncompatibleError: one trial fits no node (CPUs or memory), or ``budget.max_concurrent`` trials do
+            not fit the memory Ray reports.
+    """
+    return sweep.fit_memory(spec, sweep.fit_cluster(spec, address))
+
+
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:
     """The first ``n`` configs the spec's searcher (or ``searcher``) would try, without running a trial.
 

@@ -56,8 +56,19 @@ def _validate(args: argparse.Namespace) -> int:
     from rlsweep import load_spec
 
     spec = load_spec(args.spec, args.set)
+    measure = spec.ray.memory_check and not args.no_memory_check
     print(f"{args.spec}: valid ({spec.algorithm} on {spec.env}, {len(spec.search_space)} parameters, "
-          f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})")
+          f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})"
+          + ("; measuring one trial's memory at the space's hungriest corner..." if measure else ""), flush=True)
+    if not measure:
+        why = "ray.memory_check is false" if not spec.ray.memory_check else "--no-memory-check"
+        print(f"memory: not measured ({why})")
+        return EXIT_OK
+    from rlsweep.api import check_memory
+
+    found = check_memory(spec, address=args.address)
+    for line in found.lines() if found is not None else []:
+        print(line)
     return EXIT_OK
 
 
@@ -307,8 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a spec value, e.g. budget.trials=4 or config.training.lr=0.001")
 
-    p = commands.add_parser("validate", help="check a spec; exit 2 listing every problem")
+    p = commands.add_parser("validate", help="check a spec and measure one trial's memory; exit 2 listing every problem")
     p.add_argument("spec")
+    p.add_argument("--address", help="check against this Ray cluster: 'auto' or 'ray://host:port' (default: the spec's ray.address, else a local runtime)")
+    p.add_argument("--no-memory-check", action="store_true",
+                   help="check the spec without Ray: skip measuring one trial's memory at the space's hungriest corner")
     with_set(p)
     p.set_defaults(handler=_validate)
 

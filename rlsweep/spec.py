@@ -144,6 +144,10 @@ class RaySpec(Section):
     reuse_actors: StrictBool = True
     """run a new trial in a finished trial's worker process (Tune's reuse_actors), saving the process start
     and the imports of torch and RLlib for each trial"""
+    memory_check: StrictBool = True
+    """before launch, train one trial at the search space's most memory-hungry corner for two iterations
+    and measure every process's peak memory (5-30 s); each trial then reserves that much of Ray's memory,
+    so no more trials run at once than fit, and validate prints it. false: trials reserve no memory"""
 
 
 #: RLlib keys every row keeps as ``rllib/<key>`` unless ``report.rllib_keys`` says otherwise: what explains

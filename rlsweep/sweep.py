@@ -14,7 +14,7 @@ import math
 import os
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,18 @@ from rlsweep.seeds import seed_base
 from rlsweep.schedulers import SCHEDULERS, checkpoint_keep, restores_other_trials, search_request
 from rlsweep.search_spaces import SEARCHERS
 from rlsweep.spec import SweepSpec, read_document
-from rlsweep.trainables import make_confirmation_trainable, make_trainable, plan_for, resource_problems, settings_for
+from rlsweep.trainables import (
+    MemoryFit,
+    MemoryReading,
+    make_confirmation_trainable,
+    make_trainable,
+    measure_memory,
+    memory_fit,
+    node_memory_mb,
+    plan_for,
+    resource_problems,
+    settings_for,
+)
 from rlsweep.validate import load_spec
 
 log = logging.getLogger("rlsweep")
@@ -172,16 +183,21 @@ def _tune_environment(own_loggers: bool = True) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class ClusterCapacity:
-    """How many trials of ``trial_cpus`` CPUs the Ray cluster holds now (its live nodes' CPUs), at least 1.
-    The searcher asks it while the sweep runs, so concurrency follows nodes that join or die; it is saved
-    with the searcher, and a resumed sweep asks the cluster it resumes on."""
+    """How many trials of ``trial_cpus`` CPUs (and ``trial_mb`` of memory, each on one node, when the
+    pre-flight measured it) the Ray cluster holds now, from its live nodes, at least 1. The searcher asks
+    it while the sweep runs, so concurrency follows nodes that join or die; it is saved with the searcher,
+    and a resumed sweep asks the cluster it resumes on."""
 
     trial_cpus: float
+    trial_mb: float = 0.0
 
     def __call__(self) -> int:
         import ray
 
-        return max(1, math.floor(ray.cluster_resources().get("CPU", 0) / max(self.trial_cpus, 1e-9)))
+        by_cpus = math.floor(ray.cluster_resources().get("CPU", 0) / max(self.trial_cpus, 1e-9))
+        if self.trial_mb > 0:
+            by_cpus = min(by_cpus, sum(math.floor(mb / self.trial_mb) for mb in node_memory_mb()))
+        return max(1, by_cpus)
 
 
 def _stop_condition(spec: SweepSpec, stopper: Any, guard: Any) -> Any:
@@ -238,7 +254,7 @@ def _raise_spec_problems(root: Path) -> None:
         raise SpecError([*problems, Problem("", f"the sweep at {root} stopped: every trial would fail the same way")])
 
 
-def _fit_cluster(spec: SweepSpec, address: str | None) -> float:
+def fit_cluster(spec: SweepSpec, address: str | None) -> float:
     """Join or start the Ray runtime and check that the largest trial fits it; returns the CPUs one trial
     needs. Raises :class:`IncompatibleError` where it does not fit."""
     problems, trial_cpus = resource_problems(spec, ensure_ray(spec, address))
@@ -247,9 +263,34 @@ def _fit_cluster(spec: SweepSpec, address: str | None) -> float:
     return trial_cpus
 
 
-def _trainable(spec: SweepSpec, sweep_id: str, trace: tracing.TraceTarget | None = None) -> Any:
+def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
+    """Measure one trial at the space's hungriest corner on the Ray runtime this process joined (unless
+    ``ray.memory_check`` is off), and what the nodes' memory allows.
+
+    Raises:
+        IncompatibleError: one trial fits no node, or ``budget.max_concurrent`` trials do not fit.
+    """
+    import ray
+
+    if not spec.ray.memory_check:
+        return None
+    reading = measure_memory(spec)
+    by_cpus = math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
+    found, problems = memory_fit(reading, node_memory_mb(), by_cpus, spec.budget.max_concurrent)
+    if problems:
+        raise IncompatibleError(problems)
+    return found
+
+
+def _trainable(spec: SweepSpec, sweep_id: str, trace: tracing.TraceTarget | None = None, memory: MemoryReading | None = None) -> Any:
     rule = SCHEDULERS[str(spec.scheduler.name)].checkpoint_rule(spec)
-    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id), trace))
+    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id), trace), memory)
+
+
+def _recorded_memory(info: Mapping[str, Any]) -> MemoryReading | None:
+    """The pre-flight reading a sweep ran with: its trials reserve as much when resumed or confirmed."""
+    recorded = info.get("memory")
+    return MemoryReading.from_dict(recorded) if isinstance(recorded, Mapping) else None
 
 
 #: Where a spec's spans go: ``spec -> TraceTarget`` (None: tracing off).
@@ -312,7 +353,12 @@ def _run(
     from rlsweep.schedulers._traced import TrialSpans, traced_scheduler
 
     with tracer.span("preflight", address=address or spec.ray.address or "local"):
-        trial_cpus = _fit_cluster(spec, address)
+        trial_cpus = fit_cluster(spec, address)
+        with tracer.span("memory_check", enabled=spec.ray.memory_check):
+            memory = fit_memory(spec, trial_cpus)
+            if memory is not None:
+                tracer.event("memory_fit", trial_memory_mb=memory.reading.trial_mb, concurrency=memory.allowed)
+    reading = memory.reading if memory is not None else None
 
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
     # With its name, which a dict spec may leave out: reading the YAML back would name it after the file.
@@ -325,6 +371,7 @@ def _run(
         scheduler=spec.scheduler.name,
         restores_other_trials=restores_other_trials(spec),
         own_loggers=True,
+        memory=reading.as_dict() if reading is not None else None,
     )
     guard = spec_problem_guard_class()()
     tune_callbacks = [*_logger_callbacks(spec), guard, TrialSpans(spec.algorithm, spec.env)]
@@ -333,11 +380,13 @@ def _run(
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
         _say(_iteration_line(spec))
+        for line in memory.lines() if memory is not None else []:
+            _say(line)
     search_alg, param_space, num_samples = SEARCHERS[str(spec.searcher.name)].build(
-        search_request(spec, capacity=ClusterCapacity(trial_cpus))
+        search_request(spec, capacity=ClusterCapacity(trial_cpus, reading.trial_mb if reading is not None else 0.0))
     )
     tuner = tune.Tuner(
-        _trainable(spec, sweep_id, _trial_trace(tracer, trace, sweep_id, path)),
+        _trainable(spec, sweep_id, _trial_trace(tracer, trace, sweep_id, path), reading),
         param_space=param_space,
         tune_config=tune.TuneConfig(
             metric=spec.metric.name,
@@ -428,7 +477,7 @@ def resume(
         # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
         tuner = tune.Tuner.restore(
             str(root),
-            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root)),
+            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root), _recorded_memory(info)),
             resume_unfinished=True,
             resume_errored=False,
             restart_errored=False,
@@ -511,8 +560,10 @@ def run_confirmation(
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    _fit_cluster(spec, address)
-    trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"])
+    fit_cluster(spec, address)
+    # The sweep's pre-flight reading: the configurations it confirms are of that space.
+    memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
+    trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)
     if store.has_tune_state(path):
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:

@@ -33,6 +33,8 @@ TINY_SPEC: dict[str, Any] = {
     "budget": {"env_steps": 4000, "trials": 3},
     "checkpoint": {"every_env_steps": 2000, "keep": 2},
     "metric": {"name": "return_mean", "mode": "max"},
+    # No pre-flight memory measurement (5-30 s a sweep): tests/test_memory_check.py tests it.
+    "ray": {"memory_check": False},
 }
 
 
@@ -73,6 +75,7 @@ def small_ppo(name: str, storage: Path, *, batch: int = 500, minibatch: int = 12
         "scheduler": "fifo",
         "storage": str(storage),
         "mlflow": None,
+        "ray": {"memory_check": False},  # see TINY_SPEC
     }
     document.update(sections)
     return document

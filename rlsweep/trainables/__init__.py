@@ -9,6 +9,8 @@ from rlsweep.trainables._config import (
     settings_for,
     trial_resources,
 )
+from rlsweep.trainables._footprint import MemoryFit, hungriest_draw, measure_memory, memory_fit, node_memory_mb
+from rlsweep.trainables._memory import MemoryReading
 from rlsweep.trainables._loop import (
     TrialLoop,
     TrialPlan,
@@ -25,6 +27,8 @@ from rlsweep.trainables._timing import PhaseTimer
 __all__ = [
     "RLLIB_KEYS",
     "RLSWEEP_DEFAULTS",
+    "MemoryFit",
+    "MemoryReading",
     "MetricNormalizer",
     "PhaseTimer",
     "TrialLoop",
@@ -33,8 +37,12 @@ __all__ = [
     "algorithm_names",
     "build_config",
     "extreme_draws",
+    "hungriest_draw",
     "make_confirmation_trainable",
     "make_trainable",
+    "measure_memory",
+    "memory_fit",
+    "node_memory_mb",
     "non_finite_losses",
     "plan_for",
     "resource_problems",

@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import inspect
 import logging
+import math
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
     from rlsweep.spec import SweepSpec
+    from rlsweep.trainables._memory import MemoryReading
 
 #: Settings rlsweep applies before the user's, each for a measured reason (README: "Defaults").
 #: Zero env runners and zero remote learners: sampling and learning run in the trial's own process, so a
@@ -265,14 +267,34 @@ def _model_config_problems(spec: SweepSpec, section: str, path: str) -> list[Pro
     return problems
 
 
-def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any]) -> Any:
+def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any], memory: MemoryReading | None = None) -> Any:
     """The placement group one trial needs: RLlib's own request for its config (env runners, learners).
     A trial with several seeds runs their algorithms in its one process (the first bundle), one after
-    the other; each seed's remote env runners and learners get bundles of their own."""
-    request = algorithm_class(spec.algorithm).default_resource_request(build_config(spec, sampled))
+    the other; each seed's remote env runners and learners get bundles of their own. With ``memory`` (the
+    pre-flight reading) each bundle also reserves the memory its process was measured to peak at, so Ray
+    places no more trials on a node than its memory holds."""
+    config = build_config(spec, sampled)
+    request = algorithm_class(spec.algorithm).default_resource_request(config)
     seeds = spec.seeds.per_trial
-    if seeds == 1 or len(request.bundles) == 1:
+    if memory is None and (seeds == 1 or len(request.bundles) == 1):
         return request
     from ray.tune import PlacementGroupFactory
 
-    return PlacementGroupFactory([request.bundles[0], *request.bundles[1:] * seeds], strategy=request.strategy)
+    bundles = [request.bundles[0], *request.bundles[1:] * seeds]
+    if memory is not None:
+        per_seed = _bundle_roles(config, len(request.bundles) - 1)
+        roles = ["main", *per_seed * seeds]
+        bundles = [{**b, "memory": math.ceil(memory.bundle_mb(role) * 2**20)} if memory.bundle_mb(role) > 0 else dict(b)
+                   for b, role in zip(bundles, roles)]
+    return PlacementGroupFactory(bundles, strategy=request.strategy)
+
+
+def _bundle_roles(config: Any, count: int) -> list[str]:
+    """What each of RLlib's bundles after the main one holds, in its order: env runners, evaluation env
+    runners, then learners. Where the count does not add up (a newer RLlib), every bundle is taken for an
+    env runner's."""
+    learners = max(0, int(config.num_learners))
+    runners = count - learners
+    if runners < 0:
+        return ["env_runner"] * count
+    return ["env_runner"] * runners + ["learner"] * learners

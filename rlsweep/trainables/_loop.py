@@ -36,6 +36,7 @@ from rlsweep.trainables._timing import PhaseTimer
 if TYPE_CHECKING:
     from rlsweep.schedulers import CheckpointRule
     from rlsweep.spec import SweepSpec
+    from rlsweep.trainables._memory import MemoryReading
 
 #: Without ``checkpoint.every_env_steps``, a trial checkpoints this many times over its budget, so a
 #: retried failure or a resumed sweep loses at most a tenth of a trial's work.
@@ -417,22 +418,25 @@ def train_candidate(chosen: dict[str, Any], spec: SweepSpec, plan: TrialPlan, co
     TrialLoop(spec, sampled, plan).run()
 
 
-def make_confirmation_trainable(spec: SweepSpec, plan: TrialPlan, configs: Mapping[str, dict[str, Any]]) -> Any:
+def make_confirmation_trainable(
+    spec: SweepSpec, plan: TrialPlan, configs: Mapping[str, dict[str, Any]], memory: MemoryReading | None = None
+) -> Any:
     """The trainable of ``rlsweep confirm``: ``configs`` maps each tuning trial's id to its draw."""
     from ray import tune
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     trainable = tune.with_parameters(train_candidate, spec=spec, plan=plan, configs=dict(configs))
-    return tune.with_resources(trainable, lambda chosen: trial_resources(spec, configs[chosen[store.CANDIDATE_KEY]]))
+    return tune.with_resources(trainable, lambda chosen: trial_resources(spec, configs[chosen[store.CANDIDATE_KEY]], memory))
 
 
-def make_trainable(spec: SweepSpec, plan: TrialPlan) -> Any:
-    """The trainable handed to ``tune.Tuner``, carrying the spec and asking for each trial's resources."""
+def make_trainable(spec: SweepSpec, plan: TrialPlan, memory: MemoryReading | None = None) -> Any:
+    """The trainable handed to ``tune.Tuner``, carrying the spec and asking for each trial's resources
+    (with ``memory``, the pre-flight reading, the memory each of its processes reserves)."""
     from ray import tune
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     trainable = tune.with_parameters(train, spec=spec, plan=plan)
-    return tune.with_resources(trainable, lambda sampled: trial_resources(spec, sampled))
+    return tune.with_resources(trainable, lambda sampled: trial_resources(spec, sampled, memory))
 
 
 __all__ = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import resource
 import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,62 @@ def policy_memory_mb(algo: Any) -> dict[str, float]:
         module_id: (params * (acting + learning) + state * learning) / 2**20
         for module_id, (params, state) in by_learner[0].items()
     }
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    """Peak resident memory of one trial's processes at the hungriest corner, in MiB.
+
+    Attributes:
+        draw: The corner measured.
+        main_mb: The trial's own process (its algorithms, local env runner and local learner, buffers).
+        env_runner_mb: Each remote env runner (evaluation runners included).
+        learner_mb: Each remote learner.
+        replay_mb: What the replay buffer adds after the measurement until it is full or the budget spent
+            (off-policy algorithms), from the bytes a stored env step took in the measured buffer.
+        policy_mb: Each policy's weights and optimizer state over every process holding a copy.
+        env_steps: Env steps the measurement sampled per seed.
+        seconds: How long the measurement took.
+    """
+
+    draw: dict[str, Any]
+    main_mb: float
+    env_runner_mb: tuple[float, ...] = ()
+    learner_mb: tuple[float, ...] = ()
+    replay_mb: float = 0.0
+    policy_mb: dict[str, float] = field(default_factory=dict)
+    env_steps: int = 0
+    seconds: float = 0.0
+
+    @property
+    def trial_mb(self) -> float:
+        """What one trial needs at its peak: every process's peak summed (an upper bound on their
+        simultaneous peak), plus the replay buffer's growth."""
+        return self.main_mb + self.replay_mb + sum(self.env_runner_mb) + sum(self.learner_mb)
+
+    def bundle_mb(self, role: str) -> float:
+        """The memory a placement-group bundle of this role reserves: the main process its own peak and
+        the buffer's growth; an env runner or a learner the largest one measured."""
+        if role == "main":
+            return self.main_mb + self.replay_mb
+        measured = self.env_runner_mb if role == "env_runner" else self.learner_mb
+        return max(measured, default=0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "env_runner_mb": list(self.env_runner_mb), "learner_mb": list(self.learner_mb)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryReading:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**{**known, "env_runner_mb": tuple(known.get("env_runner_mb", ())), "learner_mb": tuple(known.get("learner_mb", ()))})
+
+    def parts(self) -> str:
+        """The reading, process by process, for a person."""
+        parts = [f"trial process {self.main_mb:,.0f}"]
+        for name, values in (("env runner", self.env_runner_mb), ("learner", self.learner_mb)):
+            if values:
+                largest = f" ({max(values):,.0f} the largest)" if len(values) > 1 else ""
+                parts.append(f"{len(values)} {name}{'s' if len(values) > 1 else ''} {sum(values):,.0f}{largest}")
+        if self.replay_mb:
+            parts.append(f"replay buffer growth {self.replay_mb:,.0f}")
+        return ", ".join(parts)

@@ -1,0 +1,269 @@
+"""A trial's memory, measured before launch: one trial built at the search space's most memory-hungry
+corner trains two iterations and saves a checkpoint, in a Ray task placed like a trial, and each of its
+processes reports its peak resident set. The reading sets the memory each trial reserves from Ray (so Ray
+places no more trials on a node than fit) and the sweep's concurrency."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rlsweep.errors import Problem
+from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace
+from rlsweep.trainables._memory import MemoryReading, peak_rss_mb, policy_memory_mb, reset_peak_rss
+
+if TYPE_CHECKING:
+    from rlsweep.spec import SweepSpec
+
+#: Iterations the measured trial trains: the first allocates the optimizer state and the batch buffers,
+#: the second shows what an iteration adds on top.
+MEASURED_ITERATIONS = 2
+#: How long the measurement waits for Ray to place its trial before it says the cluster cannot.
+PLACEMENT_TIMEOUT_S = 120.0
+#: Env steps an off-policy algorithm samples per measured iteration, and before it starts learning: its
+#: memory per update does not depend on these, its replay buffer's growth is extrapolated from them.
+OFF_POLICY_MEASURED_STEPS = 50
+_MB = 2**20
+
+
+def _size(value: Any) -> float:
+    """How much a choice weighs in memory terms: a number its magnitude, a list (``fcnet_hiddens``) its
+    units summed, anything else nothing (a choice of activations, say, is taken as listed)."""
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, (int, float)):
+        return abs(float(value))
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value)
+    if isinstance(value, Mapping):
+        return sum(_size(v) for v in value.values())
+    return 0.0
+
+
+def _largest(parameter: Parameter) -> Any:
+    domain = parameter.domain
+    if isinstance(domain, Fixed):
+        return domain.value
+    if isinstance(domain, Choice):
+        return max(domain.values, key=_size)  # the first of equal weights
+    if isinstance(domain, Normal):
+        return domain.mean
+    return domain.high
+
+
+def hungriest_draw(space: SearchSpace) -> dict[str, Any]:
+    """The draw at the space's most memory-hungry corner: every range at its high end (more env runners,
+    envs, batch, buffer), every choice at its heaviest value (the widest ``fcnet_hiddens``), conditional
+    parameters as that corner activates them."""
+    draw: dict[str, Any] = {}
+    for parameter in space:
+        if parameter.is_active(draw):
+            draw[parameter.path] = _largest(parameter)
+    return draw
+
+
+def _remote_peaks(algo: Any) -> tuple[list[float], list[float]]:
+    runners: list[float] = []
+    for name in ("env_runner_group", "eval_env_runner_group"):
+        group = getattr(algo, name, None)
+        if group is not None and group.num_remote_env_runners() > 0:
+            runners += group.foreach_env_runner(peak_rss_mb, local_env_runner=False)
+    learners: list[float] = []
+    group = getattr(algo, "learner_group", None)
+    if group is not None and not group.is_local:
+        learners += [r.get() for r in group.foreach_learner(peak_rss_mb) if r.ok]
+    return runners, learners
+
+
+def _buffer_bytes(algo: Any) -> tuple[int, int] | None:
+    """(env steps stored, bytes of the state pickled) of the algorithm's replay buffer; None without one."""
+    buffer = getattr(algo, "local_replay_buffer", None)
+    if buffer is None or not hasattr(buffer, "get_num_timesteps"):
+        return None
+    return int(buffer.get_num_timesteps()), len(pickle.dumps(buffer.get_state(), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _replay_growth_mb(algo: Any, before: tuple[int, int] | None, budget_env_steps: int) -> float:
+    """The bytes one more stored env step takes in the algorithm's replay buffer (the growth of its pickled
+    state between two iterations, over the steps added: what the buffer sets aside up front, such as its
+    priority trees, is in the measured peak already), times the steps it will still take, up to its
+    capacity or the budget."""
+    after = _buffer_bytes(algo)
+    if before is None or after is None or after[0] <= before[0]:
+        return 0.0
+    per_step = max(0, after[1] - before[1]) / (after[0] - before[0])
+    capacity = int(getattr(algo.local_replay_buffer, "capacity", budget_env_steps) or budget_env_steps)
+    return per_step * max(0, min(capacity, budget_env_steps) - after[0]) / _MB
+
+
+def _shortened(config: Any) -> Any:
+    """An off-policy config that learns after ``OFF_POLICY_MEASURED_STEPS`` env steps, in iterations of that
+    many (same networks, batch and buffer): SAC's example learns after 1,000, and one update per env step
+    makes that a minute an iteration here. On-policy configs are left as they are."""
+    if getattr(config, "num_steps_sampled_before_learning_starts", None) is not None:
+        config.num_steps_sampled_before_learning_starts = min(
+            int(config.num_steps_sampled_before_learning_starts), OFF_POLICY_MEASURED_STEPS
+        )
+        config.min_sample_timesteps_per_iteration = OFF_POLICY_MEASURED_STEPS
+    return config
+
+
+def measure_here(spec: SweepSpec, draw: Mapping[str, Any], iterations: int = MEASURED_ITERATIONS) -> MemoryReading:
+    """Build the trial's algorithms (one per seed, as a trial does) at ``draw`` in this process, train
+    ``iterations`` iterations and save a checkpoint, and read every process's peak. Leaves nothing behind."""
+    from rlsweep import _compat
+    from rlsweep.seeds import SEED_PATH
+    from rlsweep.trainables._config import build_config
+    from rlsweep.trainables._metrics import lifetime_env_steps
+
+    started = time.perf_counter()
+    reset_peak_rss()
+    seeds = spec.seeds.per_trial
+    algos = []
+    env_steps = 0
+    runners: list[float] = []
+    learners: list[float] = []
+    policies: dict[str, float] = {}
+    replay = 0.0
+    with tempfile.TemporaryDirectory(prefix="rlsweep-memory-") as scratch:
+        try:
+            for index in range(seeds):
+                # Seeded as every trial is: RLlib's seeding alone adds ~65 MB to a remote env runner.
+                seeded = dict(draw) if SEED_PATH in draw or SEED_PATH in spec.config else {**draw, SEED_PATH: index}
+                with _compat.algorithm_log_folders_in(scratch):
+                    algos.append(_shortened(build_config(spec, seeded)).build_algo())
+            for algo in algos:
+                for _ in range(iterations):
+                    result = algo.train()
+                env_steps = lifetime_env_steps(result)
+                algo.save_to_path(f"{scratch}/checkpoint")
+            main = peak_rss_mb()
+            for algo in algos:
+                more_runners, more_learners = _remote_peaks(algo)
+                runners += more_runners
+                learners += more_learners
+                # After the peak is read: pickling the buffer to size it takes memory a trial never uses.
+                if (buffered := _buffer_bytes(algo)) is not None:
+                    algo.train()
+                    replay += _replay_growth_mb(algo, buffered, spec.budget.env_steps)
+                for name, mb in policy_memory_mb(algo).items():
+                    policies[name] = policies.get(name, 0.0) + mb
+        finally:
+            for algo in algos:
+                algo.stop()
+    return MemoryReading(
+        draw=dict(draw), main_mb=main, env_runner_mb=tuple(runners), learner_mb=tuple(learners), replay_mb=replay,
+        policy_mb=policies, env_steps=env_steps, seconds=time.perf_counter() - started,
+    )
+
+
+def measure_memory(spec: SweepSpec) -> MemoryReading:
+    """Measure one trial at the hungriest corner on the Ray runtime this process joined, in a placement
+    group shaped like a trial's, so its env runners and learners are placed as a trial's are.
+
+    Raises:
+        IncompatibleError: Ray cannot place the trial in time, or the trial fails to build or train.
+    """
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    from rlsweep.errors import IncompatibleError
+    from rlsweep.trainables._config import trial_resources
+
+    draw = hungriest_draw(spec.search_space)
+    group = trial_resources(spec, draw)()
+    try:
+        ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
+        # max_calls=1: a fresh worker process, as a reused one holds an earlier task's memory.
+        task = ray.remote(max_calls=1)(measure_here).options(
+            num_cpus=group.bundle_specs[0].get("CPU", 1),
+            max_retries=0,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True),
+        )
+        try:
+            return ray.get(task.remote(spec, draw))
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if exc.cause is not None else exc
+            raise IncompatibleError(
+                [Problem("ray.memory_check", f"the trial at the space's hungriest corner ({_describe(draw)}) failed to "
+                         f"train, so its memory is unknown: {type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}")]
+            ) from None
+    except ray.exceptions.GetTimeoutError:
+        raise IncompatibleError(
+            [Problem("ray.memory_check", f"Ray could not place one trial ({group.bundle_specs}) within {PLACEMENT_TIMEOUT_S:g} s "
+                     "to measure its memory; the cluster is busy or too small")]
+        ) from None
+    finally:
+        ray.util.remove_placement_group(group)
+
+
+def _describe(draw: Mapping[str, Any]) -> str:
+    return ", ".join(f"{path}={value!r}" for path, value in draw.items()) or "the spec's config"
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """What the cluster's memory allows, as the run's first lines and validate print it."""
+
+    reading: MemoryReading
+    node_mb: tuple[float, ...]
+    by_memory: int
+    by_cpus: int
+    max_concurrent: int | None
+
+    @property
+    def allowed(self) -> int:
+        caps = [self.by_memory, self.by_cpus] + ([self.max_concurrent] if self.max_concurrent else [])
+        return max(0, min(caps))
+
+    def lines(self) -> list[str]:
+        r = self.reading
+        nodes = f"{len(self.node_mb)} node{'s' if len(self.node_mb) != 1 else ''}"
+        limit = f", budget.max_concurrent {self.max_concurrent}" if self.max_concurrent else ""
+        return [
+            f"memory: one trial at the space's hungriest corner ({_describe(r.draw)}) peaks at {r.trial_mb:,.0f} MB: "
+            f"{r.parts()} (measured over {MEASURED_ITERATIONS} iterations, {r.env_steps:,} env steps, in {r.seconds:.0f} s)",
+            f"memory: Ray has {sum(self.node_mb) / 1024:,.1f} GB for trials on {nodes} (the largest {max(self.node_mb, default=0) / 1024:,.1f} GB): "
+            f"{self.by_memory} trial(s) at once by memory, {self.by_cpus} by CPUs{limit}; up to {self.allowed} at once",
+        ]
+
+
+def memory_fit(reading: MemoryReading, node_mb: Sequence[float], by_cpus: int, max_concurrent: int | None) -> tuple[MemoryFit, list[Problem]]:
+    """How many trials of ``reading``'s size the nodes' memory holds (each trial on one node), and the
+    problems: a trial larger than every node, or a ``budget.max_concurrent`` the memory cannot hold."""
+    need = reading.trial_mb
+    by_memory = sum(math.floor(mb / need) for mb in node_mb) if need > 0 else by_cpus
+    result = MemoryFit(reading, tuple(node_mb), by_memory, by_cpus, max_concurrent)
+    largest = max(node_mb, default=0.0)
+    corner = _describe(reading.draw)
+    if need > largest:
+        return result, [
+            Problem(
+                "search_space",
+                f"one trial at the space's hungriest corner ({corner}) needs {need:,.0f} MB ({reading.parts()}) but the "
+                f"largest Ray node has {largest:,.0f} MB for trials; it could never be placed. Narrow the network, lower "
+                "env_runners.num_env_runners or the batch sizes at that corner, or join nodes with more memory",
+            )
+        ]
+    if max_concurrent is not None and max_concurrent > by_memory:
+        return result, [
+            Problem(
+                "budget.max_concurrent",
+                f"{max_concurrent} trials at once need {max_concurrent * need:,.0f} MB ({need:,.0f} MB each at the corner "
+                f"{corner}) but Ray has {sum(node_mb):,.0f} MB for trials on {len(node_mb)} node(s), room for "
+                f"{by_memory}; set budget.max_concurrent to {by_memory} or less, or shrink that corner",
+            )
+        ]
+    return result, []
+
+
+def node_memory_mb() -> list[float]:
+    """The memory Ray offers trials on each live node (its ``memory`` resource), in MiB."""
+    import ray
+
+    return [n["Resources"].get("memory", 0.0) / _MB for n in ray.nodes() if n.get("Alive")]

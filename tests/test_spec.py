@@ -197,6 +197,21 @@ def test_a_trial_that_cannot_fit_the_machine_is_an_error_not_a_hang():
     assert "one trial needs 5 CPUs" in message and "has 2" in message
 
 
+def test_a_trial_too_large_names_what_asks_for_the_cpus():
+    # Two remote learners, no env runner: the learners are the cause, and the message says so with counts.
+    document = with_changes(config={**TINY_SPEC["config"], "learners.num_learners": 2}, ray={"num_cpus": 2})
+    message = problems_of(document)["config.learners.num_learners"]
+    assert "one trial needs 3 CPUs (1 for the trial's own process, 2 for 2 learners" in message
+    assert "Lower learners.num_learners" in message and "env runner" not in message
+    # Searched: the message points at the search space.
+    document = with_changes(
+        config={**TINY_SPEC["config"], "env_runners.num_env_runners": 1},
+        search_space={**TINY_SPEC["search_space"], "learners.num_learners": {"choice": [0, 2]}}, ray={"num_cpus": 2},
+    )
+    message = problems_of(document)["search_space.learners.num_learners"]
+    assert "needs 4 CPUs (1 for the trial's own process, 1 for 1 env runner, 2 for 2 learners" in message
+
+
 def test_quantized_bounds_must_be_multiples_of_q():
     document = with_changes(search_space={"training.train_batch_size": {"qrandint": [1, 100, 10]}})
     message = problems_of(document)["search_space.training.train_batch_size"]

@@ -143,19 +143,64 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
     return problems
 
 
+def _cpu_demand(spec: SweepSpec, draw: Mapping[str, Any]) -> dict[str, tuple[int, float]]:
+    """What asks for one trial's CPUs, from RLlib's own request: ``{"process": (1, cpus), "env_runner":
+    (count, cpus), "learner": (count, cpus)}``, with every seed's remote workers counted."""
+    from rlsweep.trainables._config import _bundle_roles
+
+    config = build_config(spec, draw)
+    request = trial_resources(spec, draw)
+    bundles = request.bundles
+    per_seed = max(1, len(bundles) - 1) // max(1, spec.seeds.per_trial) if len(bundles) > 1 else 0
+    roles = ["process", *_bundle_roles(config, per_seed) * spec.seeds.per_trial] if per_seed else ["process"]
+    demand: dict[str, tuple[int, float]] = {}
+    for bundle, role in zip(bundles, roles):
+        count, cpus = demand.get(role, (0, 0.0))
+        demand[role] = (count + 1, cpus + float(bundle.get("CPU", 0)))
+    return demand
+
+
+#: The setting that asks for each kind of process, named in a message about CPUs.
+_SETTING_FOR = {"env_runner": "env_runners.num_env_runners", "learner": "learners.num_learners"}
+
+
+def _cpu_setting(spec: SweepSpec, role: str) -> str:
+    path = _SETTING_FOR[role]
+    return f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
+
+
 def resource_problems(spec: SweepSpec, cluster_cpus: float) -> tuple[list[Problem], float]:
-    """Whether the largest trial fits the cluster; returns the problems and the CPUs one trial needs."""
-    needed = 0.0
+    """Whether the largest trial fits the cluster; returns the problems and the CPUs one trial needs. The
+    problem names what asks for the CPUs (the trial's process, its env runners, its learners, with counts)
+    and the setting of the largest remote share."""
+    needed, demand = 0.0, {}
     for draw in extreme_draws(spec.search_space):
-        request = trial_resources(spec, draw)
-        needed = max(needed, sum(bundle.get("CPU", 0) for bundle in request.bundles))
-    if needed > cluster_cpus:
-        return [
-            Problem(
-                "config.env_runners.num_env_runners",
-                f"one trial needs {needed:g} CPUs (RLlib's request for its env runners and learners) but the "
-                f"Ray cluster has {cluster_cpus:g}; it would wait PENDING forever. Lower num_env_runners "
-                "(0 samples in the trial's own process) or join a larger cluster",
-            )
-        ], needed
-    return [], needed
+        found = _cpu_demand(spec, draw)
+        total = sum(cpus for _, cpus in found.values())
+        if total > needed:
+            needed, demand = total, found
+    if needed <= cluster_cpus:
+        return [], needed
+    names = {"process": "the trial's own process", "env_runner": "env runner", "learner": "learner"}
+    parts = []
+    for role in ("process", "env_runner", "learner"):
+        count, cpus = demand.get(role, (0, 0.0))
+        if role == "process":
+            parts.append(f"{cpus:g} for {names[role]}")
+        elif count:
+            parts.append(f"{cpus:g} for {count} {names[role]}{'s' if count > 1 else ''}")
+    remote = {role: demand[role][1] for role in _SETTING_FOR if role in demand}
+    culprit = max(remote, key=lambda role: remote[role]) if remote else "env_runner"
+    where = _cpu_setting(spec, culprit)
+    hint = (
+        "lower learners.num_learners (0 learns in the trial's own process)" if culprit == "learner"
+        else "lower env_runners.num_env_runners (0 samples in the trial's own process)"
+    )
+    seeds = f" (x{spec.seeds.per_trial} seeds per trial)" if spec.seeds.per_trial > 1 else ""
+    return [
+        Problem(
+            where,
+            f"one trial needs {needed:g} CPUs ({', '.join(parts)}{seeds}, RLlib's request) but the Ray cluster has "
+            f"{cluster_cpus:g}; it would wait PENDING forever. {hint[0].upper()}{hint[1:]}, or join a larger cluster",
+        )
+    ], needed

@@ -257,7 +257,10 @@ def _raise_spec_problems(root: Path) -> None:
 def fit_cluster(spec: SweepSpec, address: str | None) -> float:
     """Join or start the Ray runtime and check that the largest trial fits it; returns the CPUs one trial
     needs. Raises :class:`IncompatibleError` where it does not fit."""
-    problems, trial_cpus = resource_problems(spec, ensure_ray(spec, address))
+    import ray
+
+    cpus = ensure_ray(spec, address)
+    problems, trial_cpus = resource_problems(spec, cpus, float(ray.cluster_resources().get("GPU", 0)))
     if problems:
         raise IncompatibleError(problems)
     return trial_cpus
@@ -354,10 +357,12 @@ def _run(
 
     with tracer.span("preflight", address=address or spec.ray.address or "local"):
         trial_cpus = fit_cluster(spec, address)
-        with tracer.span("memory_check", enabled=spec.ray.memory_check):
-            memory = fit_memory(spec, trial_cpus)
-            if memory is not None:
-                tracer.event("memory_fit", trial_memory_mb=memory.reading.trial_mb, concurrency=memory.allowed)
+        memory = None
+        if spec.ray.memory_check:
+            with tracer.span("memory_check"):
+                memory = fit_memory(spec, trial_cpus)
+                tracer.event("memory_fit", trial_memory_mb=memory.reading.trial_mb if memory else 0.0,
+                             concurrency=memory.allowed if memory else 0)
     reading = memory.reading if memory is not None else None
 
     path = store.new_experiment_dir(storage or spec.storage, spec.name)

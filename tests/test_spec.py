@@ -212,6 +212,16 @@ def test_a_trial_too_large_names_what_asks_for_the_cpus():
     assert "needs 4 CPUs (1 for the trial's own process, 1 for 1 env runner, 2 for 2 learners" in message
 
 
+@pytest.mark.parametrize("learners", [0, 1])
+def test_gpus_where_the_machine_has_none_are_an_error_naming_the_setting(learners):
+    # CPU-only torch here: a local runtime has no GPU, and a trial asking for one would wait forever.
+    document = with_changes(config={**TINY_SPEC["config"], "learners.num_learners": learners,
+                                    "learners.num_gpus_per_learner": 1}, ray={"num_cpus": 2})
+    message = problems_of(document)["config.learners.num_gpus_per_learner"]
+    who = "1 learner(s)" if learners else "the trial's own process"
+    assert f"one trial asks for 1 GPU(s) (1 for {who}) but the Ray cluster has 0" in message
+
+
 def test_quantized_bounds_must_be_multiples_of_q():
     document = with_changes(search_space={"training.train_batch_size": {"qrandint": [1, 100, 10]}})
     message = problems_of(document)["search_space.training.train_batch_size"]

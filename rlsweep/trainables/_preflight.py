@@ -113,7 +113,7 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
             )
     if not problems and spec.ray.address is None:
         # A local runtime will have this many CPUs; a cluster is checked when the sweep joins it.
-        problems += resource_problems(spec, float(spec.ray.num_cpus or os.cpu_count() or 1))[0]
+        problems += resource_problems(spec, float(spec.ray.num_cpus or os.cpu_count() or 1), local_gpus())[0]
     return problems
 
 
@@ -143,9 +143,16 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
     return problems
 
 
-def _cpu_demand(spec: SweepSpec, draw: Mapping[str, Any]) -> dict[str, tuple[int, float]]:
-    """What asks for one trial's CPUs, from RLlib's own request: ``{"process": (1, cpus), "env_runner":
-    (count, cpus), "learner": (count, cpus)}``, with every seed's remote workers counted."""
+def local_gpus() -> int:
+    """The GPUs a local Ray runtime will have (torch's count: 0 on a CPU build)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _cpu_demand(spec: SweepSpec, draw: Mapping[str, Any], resource: str = "CPU") -> dict[str, tuple[int, float]]:
+    """What asks for one trial's CPUs (or GPUs), from RLlib's own request: ``{"process": (1, cpus),
+    "env_runner": (count, cpus), "learner": (count, cpus)}``, with every seed's remote workers counted."""
     from rlsweep.trainables._config import _bundle_roles
 
     config = build_config(spec, draw)
@@ -156,7 +163,7 @@ def _cpu_demand(spec: SweepSpec, draw: Mapping[str, Any]) -> dict[str, tuple[int
     demand: dict[str, tuple[int, float]] = {}
     for bundle, role in zip(bundles, roles):
         count, cpus = demand.get(role, (0, 0.0))
-        demand[role] = (count + 1, cpus + float(bundle.get("CPU", 0)))
+        demand[role] = (count + 1, cpus + float(bundle.get(resource, 0)))
     return demand
 
 
@@ -169,10 +176,31 @@ def _cpu_setting(spec: SweepSpec, role: str) -> str:
     return f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
 
 
-def resource_problems(spec: SweepSpec, cluster_cpus: float) -> tuple[list[Problem], float]:
+def _gpu_problems(spec: SweepSpec, cluster_gpus: float) -> list[Problem]:
+    """GPUs a trial asks for (``learners.num_gpus_per_learner``: its learners', or its own process's
+    without remote learners) where the cluster has fewer."""
+    for draw in extreme_draws(spec.search_space):
+        demand = _cpu_demand(spec, draw, "GPU")
+        needed = sum(gpus for _, gpus in demand.values())
+        if needed <= cluster_gpus:
+            continue
+        path = "learners.num_gpus_per_learner"
+        where = f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
+        asks = []
+        for role, (count, gpus) in demand.items():
+            if gpus:
+                asks.append(f"{gpus:g} for the trial's own process" if role == "process" else f"{gpus:g} for {count} {role}(s)")
+        return [Problem(where, f"one trial asks for {needed:g} GPU(s) ({', '.join(asks)}) but the Ray cluster has "
+                               f"{cluster_gpus:g}; it would wait PENDING forever. Set it to 0 (learn on CPUs), or join a cluster with GPUs")]
+    return []
+
+
+def resource_problems(spec: SweepSpec, cluster_cpus: float, cluster_gpus: float | None = None) -> tuple[list[Problem], float]:
     """Whether the largest trial fits the cluster; returns the problems and the CPUs one trial needs. The
     problem names what asks for the CPUs (the trial's process, its env runners, its learners, with counts)
-    and the setting of the largest remote share."""
+    and the setting of the largest remote share; with ``cluster_gpus``, also GPUs asked for where there are
+    fewer."""
+    gpu_problems = _gpu_problems(spec, cluster_gpus) if cluster_gpus is not None else []
     needed, demand = 0.0, {}
     for draw in extreme_draws(spec.search_space):
         found = _cpu_demand(spec, draw)
@@ -180,7 +208,7 @@ def resource_problems(spec: SweepSpec, cluster_cpus: float) -> tuple[list[Proble
         if total > needed:
             needed, demand = total, found
     if needed <= cluster_cpus:
-        return [], needed
+        return gpu_problems, needed
     names = {"process": "the trial's own process", "env_runner": "env runner", "learner": "learner"}
     parts = []
     for role in ("process", "env_runner", "learner"):
@@ -202,5 +230,6 @@ def resource_problems(spec: SweepSpec, cluster_cpus: float) -> tuple[list[Proble
             where,
             f"one trial needs {needed:g} CPUs ({', '.join(parts)}{seeds}, RLlib's request) but the Ray cluster has "
             f"{cluster_cpus:g}; it would wait PENDING forever. {hint[0].upper()}{hint[1:]}, or join a larger cluster",
-        )
+        ),
+        *gpu_problems,
     ], needed

@@ -273,13 +273,22 @@ def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
     Raises:
         IncompatibleError: one trial fits no node, or ``budget.max_concurrent`` trials do not fit.
     """
-    import ray
-
     if not spec.ray.memory_check:
         return None
-    reading = measure_memory(spec)
+    return check_reading(spec, measure_memory(spec, "search_space" if len(spec.search_space) else "config"), trial_cpus)
+
+
+def check_reading(spec: SweepSpec, reading: MemoryReading, trial_cpus: float) -> MemoryFit:
+    """What the cluster this process joined allows for trials of ``reading``'s size (a resumed sweep's is
+    the one it recorded: the cluster may be another now).
+
+    Raises:
+        IncompatibleError: one trial fits no node, or ``budget.max_concurrent`` trials do not fit.
+    """
+    import ray
+
     by_cpus = math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
-    found, problems = memory_fit(reading, node_memory_mb(), by_cpus, spec.budget.max_concurrent)
+    found, problems = memory_fit(reading, node_memory_mb(), by_cpus, spec.budget.max_concurrent, spec.search_space.paths)
     if problems:
         raise IncompatibleError(problems)
     return found
@@ -475,14 +484,16 @@ def resume(
     if damage := store.resume_problems(root):
         raise SweepError(f"{root}: cannot resume safely: " + "; ".join(damage))
     spec = load_spec(ran if ran is not None else now, preflight=False)
-    ensure_ray(spec, address)
+    trial_cpus = fit_cluster(spec, address)
+    if (recorded := _recorded_memory(info)) is not None:
+        check_reading(spec, recorded, trial_cpus)  # the cluster it resumes on may be smaller
     sweep_id = str(info.get("sweep_id", ""))
     target = (trace or _otlp_target)(spec)
     with tracing.driving(_sweep_tracer(spec, target)) as tracer:
         # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
         tuner = tune.Tuner.restore(
             str(root),
-            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root), _recorded_memory(info)),
+            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root), recorded),
             resume_unfinished=True,
             resume_errored=False,
             restart_errored=False,
@@ -565,9 +576,14 @@ def run_confirmation(
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    fit_cluster(spec, address)
-    # The sweep's pre-flight reading: the configurations it confirms are of that space.
+    trial_cpus = fit_cluster(spec, address)
+    # The sweep's pre-flight reading: the configurations it confirms are of that space. A confirmation
+    # trial trains one seed; a reading of a trial holding several is not its size, so it reserves none.
     memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
+    if memory is not None and memory.seeds == spec.seeds.per_trial:
+        check_reading(spec, memory, trial_cpus)
+    else:
+        memory = None
     trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)
     if store.has_tune_state(path):
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)

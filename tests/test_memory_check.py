@@ -110,7 +110,8 @@ def test_validate_refuses_a_trial_no_node_can_hold(on_little_memory):
     report, _ = on_little_memory
     refused = report["too_big"]
     assert refused["exit"] == 2, refused
-    assert "search_space: one trial at the space's hungriest corner" in refused["err"]
+    # The trial's own process would fit: what to lower is the env runners, set in config.
+    assert "config.env_runners.num_env_runners: one trial at the space's hungriest corner" in refused["err"]
     assert "env runner" in refused["err"] and "the largest Ray node has 800 MB" in refused["err"]
 
 

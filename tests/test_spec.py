@@ -212,6 +212,13 @@ def test_a_trial_too_large_names_what_asks_for_the_cpus():
     assert "needs 4 CPUs (1 for the trial's own process, 1 for 1 env runner, 2 for 2 learners" in message
 
 
+def test_the_cpu_check_sizes_the_heaviest_choice_not_only_the_listed_ends():
+    # 8 env runners is neither the first nor the last value listed.
+    document = with_changes(search_space={**TINY_SPEC["search_space"], "env_runners.num_env_runners": {"choice": [0, 8, 2]}},
+                            ray={"num_cpus": 2})
+    assert "one trial needs 9 CPUs" in problems_of(document)["search_space.env_runners.num_env_runners"]
+
+
 @pytest.mark.parametrize("learners", [0, 1])
 def test_gpus_where_the_machine_has_none_are_an_error_naming_the_setting(learners):
     # CPU-only torch here: a local runtime has no GPU, and a trial asking for one would wait forever.

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 MEASURED_ITERATIONS = 2
 #: How long the measurement waits for Ray to place its trial before it says the cluster cannot.
 PLACEMENT_TIMEOUT_S = 120.0
+#: The longest the measurement may take once placed.
+MEASURE_TIMEOUT_S = 900.0
 #: Env steps an off-policy algorithm samples per measured iteration, and before it starts learning: its
 #: memory per update does not depend on these, its replay buffer's growth is extrapolated from them.
 OFF_POLICY_MEASURED_STEPS = 50
@@ -32,10 +34,11 @@ _MB = 2**20
 
 
 def _size(value: Any) -> float:
-    """How much a choice weighs in memory terms: a number its magnitude, a list (``fcnet_hiddens``) its
-    units summed, anything else nothing (a choice of activations, say, is taken as listed)."""
+    """How much a choice weighs in memory terms: a number its magnitude, ``true`` more than ``false``, a
+    list (``fcnet_hiddens``) its units summed, a mapping its values summed, anything else nothing (a choice
+    of activations, say, is taken as listed)."""
     if isinstance(value, bool):
-        return 0.0
+        return float(value)  # a feature turned on (use_lstm) weighs more than off
     if isinstance(value, (int, float)):
         return abs(float(value))
     if isinstance(value, (list, tuple)):
@@ -141,6 +144,8 @@ def measure_here(spec: SweepSpec, draw: Mapping[str, Any], iterations: int = MEA
                 for _ in range(iterations):
                     result = algo.train()
                 env_steps = lifetime_env_steps(result)
+                if spec.evaluation is not None:
+                    algo.evaluate()  # as a trial does, in its own process or on its evaluation runners
                 algo.save_to_path(f"{scratch}/checkpoint")
             main = peak_rss_mb()
             for algo in algos:
@@ -158,17 +163,21 @@ def measure_here(spec: SweepSpec, draw: Mapping[str, Any], iterations: int = MEA
                 algo.stop()
     return MemoryReading(
         draw=dict(draw), main_mb=main, env_runner_mb=tuple(runners), learner_mb=tuple(learners), replay_mb=replay,
-        policy_mb=policies, env_steps=env_steps, seconds=time.perf_counter() - started,
+        policy_mb=policies, env_steps=env_steps, seconds=time.perf_counter() - started, seeds=seeds,
     )
 
 
-def measure_memory(spec: SweepSpec) -> MemoryReading:
+def measure_memory(spec: SweepSpec, spec_path: str = "search_space") -> MemoryReading:
     """Measure one trial at the hungriest corner on the Ray runtime this process joined, in a placement
-    group shaped like a trial's, so its env runners and learners are placed as a trial's are.
+    group shaped like a trial's (the task in its first bundle, so its env runners and learners are placed
+    as a trial's are), in a worker process of its own.
 
     Raises:
-        IncompatibleError: Ray cannot place the trial in time, or the trial fails to build or train.
+        IncompatibleError: Ray cannot place the trial in time, or the trial fails to build or train, or is
+            killed (out of memory) while it does.
     """
+    import uuid
+
     import ray
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -177,21 +186,39 @@ def measure_memory(spec: SweepSpec) -> MemoryReading:
 
     draw = hungriest_draw(spec.search_space)
     group = trial_resources(spec, draw)()
+    corner = f"the trial at the space's hungriest corner ({_describe(draw)})"
     try:
         ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
-        # max_calls=1: a fresh worker process, as a reused one holds an earlier task's memory.
+        first = group.bundle_specs[0]
         task = ray.remote(max_calls=1)(measure_here).options(
-            num_cpus=group.bundle_specs[0].get("CPU", 1),
+            num_cpus=first.get("CPU", 1),
+            num_gpus=first.get("GPU", 0),
             max_retries=0,
-            scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True),
+            # An environment of its own: Ray starts a new worker process for it (an idle one that ran
+            # other tasks would hold their memory), which exits after it (max_calls=1).
+            runtime_env={"env_vars": {"RLSWEEP_MEMORY_CHECK": uuid.uuid4().hex}},
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                group, placement_group_bundle_index=0, placement_group_capture_child_tasks=True
+            ),
         )
         try:
-            return ray.get(task.remote(spec, draw))
+            return ray.get(task.remote(spec, draw), timeout=MEASURE_TIMEOUT_S)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if exc.cause is not None else exc
+            first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
             raise IncompatibleError(
-                [Problem("ray.memory_check", f"the trial at the space's hungriest corner ({_describe(draw)}) failed to "
-                         f"train, so its memory is unknown: {type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}")]
+                [Problem(spec_path, f"{corner} failed to train, so its memory is unknown: {type(cause).__name__}: {first_line}")]
+            ) from None
+        except ray.exceptions.GetTimeoutError:
+            raise IncompatibleError(
+                [Problem("ray.memory_check", f"measuring {corner} took over {MEASURE_TIMEOUT_S:g} s; set "
+                         "ray.memory_check: false to launch without it")]
+            ) from None
+        except ray.exceptions.RayError as exc:  # killed: Ray's memory monitor (out of memory), a lost node
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise IncompatibleError(
+                [Problem(spec_path, f"{corner} was killed while it was measured ({type(exc).__name__}: {first_line}); "
+                         "out of memory, most likely: shrink that corner or join nodes with more memory")]
             ) from None
     except ray.exceptions.GetTimeoutError:
         raise IncompatibleError(
@@ -233,9 +260,24 @@ class MemoryFit:
         ]
 
 
-def memory_fit(reading: MemoryReading, node_mb: Sequence[float], by_cpus: int, max_concurrent: int | None) -> tuple[MemoryFit, list[Problem]]:
+def heaviest_setting(reading: MemoryReading, largest_mb: float, spec_paths: Sequence[str] = ()) -> str:
+    """The spec path to change when a trial does not fit a node of ``largest_mb``: where its own process
+    alone would fit, the setting behind its larger remote share (env runners or learners); else the search
+    space (its corner) or, where nothing is searched, the config. ``spec_paths``: the searched paths."""
+    runners = reading.bundle_mb("env_runner") * len(reading.env_runner_mb)
+    learners = reading.bundle_mb("learner") * len(reading.learner_mb)
+    if reading.main_mb + reading.replay_mb <= largest_mb and max(runners, learners) > 0:
+        path = "env_runners.num_env_runners" if runners >= learners else "learners.num_learners"
+        return f"search_space.{path}" if path in spec_paths else f"config.{path}"
+    return "search_space" if spec_paths else "config"
+
+
+def memory_fit(
+    reading: MemoryReading, node_mb: Sequence[float], by_cpus: int, max_concurrent: int | None, spec_paths: Sequence[str] = ()
+) -> tuple[MemoryFit, list[Problem]]:
     """How many trials of ``reading``'s size the nodes' memory holds (each trial on one node), and the
-    problems: a trial larger than every node, or a ``budget.max_concurrent`` the memory cannot hold."""
+    problems: a trial larger than every node (named by :func:`heaviest_setting`), or a
+    ``budget.max_concurrent`` the memory cannot hold."""
     need = reading.trial_mb
     by_memory = sum(math.floor(mb / need) for mb in node_mb) if need > 0 else by_cpus
     result = MemoryFit(reading, tuple(node_mb), by_memory, by_cpus, max_concurrent)
@@ -244,7 +286,7 @@ def memory_fit(reading: MemoryReading, node_mb: Sequence[float], by_cpus: int, m
     if need > largest:
         return result, [
             Problem(
-                "search_space",
+                heaviest_setting(reading, largest, spec_paths),
                 f"one trial at the space's hungriest corner ({corner}) needs {need:,.0f} MB ({reading.parts()}) but the "
                 f"largest Ray node has {largest:,.0f} MB for trials; it could never be placed. Narrow the network, lower "
                 "env_runners.num_env_runners or the batch sizes at that corner, or join nodes with more memory",

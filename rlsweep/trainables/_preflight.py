@@ -12,6 +12,7 @@ from rlsweep._envs import env_problem, made_env_problem
 from rlsweep.errors import Problem
 from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace, random_draws
 from rlsweep.trainables._config import agent_ids, algorithm_names, build_config, path_problems, settings_for, trial_resources
+from rlsweep.trainables._footprint import hungriest_draw
 
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
@@ -143,6 +144,12 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
     return problems
 
 
+def _sized_draws(spec: SweepSpec) -> list[dict[str, Any]]:
+    """The draws a resource check sizes: both extremes, and the corner the memory check measures (a choice
+    of env runners listed [0, 8, 2] is largest in neither extreme)."""
+    return [*extreme_draws(spec.search_space), hungriest_draw(spec.search_space)]
+
+
 def local_gpus() -> int:
     """The GPUs a local Ray runtime will have (torch's count: 0 on a CPU build)."""
     import torch
@@ -179,7 +186,7 @@ def _cpu_setting(spec: SweepSpec, role: str) -> str:
 def _gpu_problems(spec: SweepSpec, cluster_gpus: float) -> list[Problem]:
     """GPUs a trial asks for (``learners.num_gpus_per_learner``: its learners', or its own process's
     without remote learners) where the cluster has fewer."""
-    for draw in extreme_draws(spec.search_space):
+    for draw in _sized_draws(spec):
         demand = _cpu_demand(spec, draw, "GPU")
         needed = sum(gpus for _, gpus in demand.values())
         if needed <= cluster_gpus:
@@ -202,7 +209,7 @@ def resource_problems(spec: SweepSpec, cluster_cpus: float, cluster_gpus: float 
     fewer."""
     gpu_problems = _gpu_problems(spec, cluster_gpus) if cluster_gpus is not None else []
     needed, demand = 0.0, {}
-    for draw in extreme_draws(spec.search_space):
+    for draw in _sized_draws(spec):
         found = _cpu_demand(spec, draw)
         total = sum(cpus for _, cpus in found.values())
         if total > needed:

@@ -25,17 +25,21 @@ def test_the_hungriest_corner_takes_the_widest_network_the_most_runners_and_the_
         "env_runners.num_env_runners": {"randint": [0, 3]},
         "training.train_batch_size_per_learner": {"choice": [4000, 500, 1000]},
         "model.activation": {"choice": ["tanh", "relu"]},
-        "training.use_kl_loss": {"choice": [True, False]},
+        "training.use_kl_loss": {"choice": [False, True]},
         "training.kl_coeff": {"uniform": [0.1, 0.3], "when": {"training.use_kl_loss": True}},
     })
     draw = hungriest_draw(space)
     assert draw["rl_module.model_config.fcnet_hiddens"] == [256, 256]
-    assert draw["env_runners.num_env_runners"] == space.parameters[[p.path for p in space].index("env_runners.num_env_runners")].domain.high
+    assert draw["env_runners.num_env_runners"] == 3
     assert draw["training.train_batch_size_per_learner"] == 4000
     assert draw["training.lr"] == 1.0e-2
     assert draw["model.activation"] == "tanh"  # no weight: the first listed
-    # A conditional parameter is measured where its condition holds at that corner, and left out otherwise.
-    assert ("training.kl_coeff" in draw) == (draw["training.use_kl_loss"] is True)
+    # A feature turned on weighs more than off, and the parameter it conditions is measured at its high end.
+    assert draw["training.use_kl_loss"] is True and draw["training.kl_coeff"] == 0.3
+    # Where the corner turns its condition off, the conditional parameter is left out.
+    space = _space({"training.num_epochs": {"choice": [2, 8]},
+                    "training.kl_coeff": {"uniform": [0.1, 0.3], "when": {"training.num_epochs": 2}}})
+    assert hungriest_draw(space) == {"training.num_epochs": 8}
 
 
 def _reading(**values):
@@ -44,7 +48,8 @@ def _reading(**values):
 
 def test_a_trial_needs_every_process_and_the_buffer_growth():
     reading = _reading(env_runner_mb=(400.0, 420.0), learner_mb=(300.0,), replay_mb=50.0)
-    assert reading.trial_mb == pytest.approx(500 + 50 + 820 + 300)
+    # As the bundles reserve it: each env runner at the largest one's peak.
+    assert reading.trial_mb == pytest.approx(500 + 50 + 2 * 420 + 300)
     assert reading.bundle_mb("main") == pytest.approx(550)
     assert reading.bundle_mb("env_runner") == pytest.approx(420)
     assert reading.bundle_mb("learner") == pytest.approx(300)
@@ -63,12 +68,19 @@ def test_concurrency_by_memory_counts_trials_per_node():
     assert "300 MB" in lines and "3 trial(s) at once by memory, 4 by CPUs, budget.max_concurrent 2; up to 2 at once" in lines
 
 
-def test_a_trial_larger_than_every_node_is_refused_naming_the_corner_and_the_numbers():
-    _, problems = memory_fit(_reading(main_mb=900.0, env_runner_mb=(400.0, 400.0)), [1000.0, 1500.0], by_cpus=4, max_concurrent=None)
+def test_a_trial_larger_than_every_node_is_refused_naming_the_setting_the_corner_and_the_numbers():
+    # Its own process would fit: the env runners are what to lower, in config or in the search space.
+    reading = _reading(main_mb=900.0, env_runner_mb=(400.0, 400.0))
+    _, problems = memory_fit(reading, [1000.0, 1500.0], by_cpus=4, max_concurrent=None)
     (problem,) = problems
-    assert problem.path == "search_space"
+    assert problem.path == "config.env_runners.num_env_runners"
     assert "1,700 MB" in problem.message and "1,500 MB" in problem.message
     assert "env_runners.num_env_runners=2" in problem.message and "never" in problem.message
+    _, problems = memory_fit(reading, [1500.0], 4, None, spec_paths=("env_runners.num_env_runners",))
+    assert problems[0].path == "search_space.env_runners.num_env_runners"
+    # Its own process alone is too large: the corner (the network, the batch) is what to shrink.
+    _, problems = memory_fit(_reading(main_mb=1600.0), [1500.0], 4, None, spec_paths=("training.lr",))
+    assert problems[0].path == "search_space"
 
 
 def test_a_max_concurrent_the_memory_cannot_hold_is_refused_with_what_fits():
@@ -106,3 +118,16 @@ def test_a_remote_learner_bundle_reserves_the_learners_memory(tmp_path):
     reading = MemoryReading(draw={}, main_mb=500.0, learner_mb=(700.0,))
     bundles = trial_resources(spec, {}, reading).bundles
     assert [b.get("memory", 0) / 2**20 for b in bundles] == pytest.approx([500.0, 700.0], abs=1e-3)
+
+
+def test_bundles_follow_rllibs_order_env_runners_then_evaluation_runners_then_learners(tmp_path):
+    spec = rlsweep.load_spec(
+        small_ppo("order", tmp_path, budget={"env_steps": 1000, "trials": 1},
+                  config={"env_runners.num_env_runners": 2, "training.train_batch_size_per_learner": 500,
+                          "evaluation.evaluation_num_env_runners": 1, "evaluation.evaluation_interval": 1,
+                          "learners.num_learners": 1}),
+        preflight=False,
+    )
+    reading = MemoryReading(draw={}, main_mb=500.0, env_runner_mb=(400.0, 410.0, 300.0), learner_mb=(700.0,))
+    mb = [b.get("memory", 0) / 2**20 for b in trial_resources(spec, {}, reading).bundles]
+    assert mb == pytest.approx([500.0, 410.0, 410.0, 410.0, 700.0], abs=1e-3)

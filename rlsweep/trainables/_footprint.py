@@ -253,8 +253,9 @@ class MemoryFit:
         nodes = f"{len(self.node_mb)} node{'s' if len(self.node_mb) != 1 else ''}"
         limit = f", budget.max_concurrent {self.max_concurrent}" if self.max_concurrent else ""
         return [
-            f"memory: one trial at the space's hungriest corner ({_describe(r.draw)}) peaks at {r.trial_mb:,.0f} MB: "
-            f"{r.parts()} (measured over {MEASURED_ITERATIONS} iterations, {r.env_steps:,} env steps, in {r.seconds:.0f} s)",
+            f"memory: one trial at the space's hungriest corner ({_describe(r.draw)}) peaks at {r.predicted_mb:,.0f} MB: "
+            f"{r.parts()} (measured over {MEASURED_ITERATIONS} iterations, {r.env_steps:,} env steps, in {r.seconds:.0f} s); "
+            f"it reserves {r.trial_mb:,.0f} MB ({r.HEADROOM:.0%} headroom)",
             f"memory: Ray has {sum(self.node_mb) / 1024:,.1f} GB for trials on {nodes} (the largest {max(self.node_mb, default=0) / 1024:,.1f} GB): "
             f"{self.by_memory} trial(s) at once by memory, {self.by_cpus} by CPUs{limit}; up to {self.allowed} at once",
         ]
@@ -266,7 +267,7 @@ def heaviest_setting(reading: MemoryReading, largest_mb: float, spec_paths: Sequ
     space (its corner) or, where nothing is searched, the config. ``spec_paths``: the searched paths."""
     runners = reading.bundle_mb("env_runner") * len(reading.env_runner_mb)
     learners = reading.bundle_mb("learner") * len(reading.learner_mb)
-    if reading.main_mb + reading.replay_mb <= largest_mb and max(runners, learners) > 0:
+    if reading.bundle_mb("main") <= largest_mb and max(runners, learners) > 0:
         path = "env_runners.num_env_runners" if runners >= learners else "learners.num_learners"
         return f"search_space.{path}" if path in spec_paths else f"config.{path}"
     return "search_space" if spec_paths else "config"
@@ -287,7 +288,8 @@ def memory_fit(
         return result, [
             Problem(
                 heaviest_setting(reading, largest, spec_paths),
-                f"one trial at the space's hungriest corner ({corner}) needs {need:,.0f} MB ({reading.parts()}) but the "
+                f"one trial at the space's hungriest corner ({corner}) needs {need:,.0f} MB (measured {reading.predicted_mb:,.0f}: "
+                f"{reading.parts()}; + {reading.HEADROOM:.0%} headroom) but the "
                 f"largest Ray node has {largest:,.0f} MB for trials; it could never be placed. Narrow the network, lower "
                 "env_runners.num_env_runners or the batch sizes at that corner, or join nodes with more memory",
             )

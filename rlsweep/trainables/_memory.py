@@ -162,20 +162,32 @@ class MemoryReading:
     seconds: float = 0.0
     seeds: int = 1
 
+    #: What each process reserves above its measured peak: a trial trains longer than the measurement
+    #: (benchmarks/memory_prediction.py: real trials peaked 0.6-2.5% above the prediction).
+    HEADROOM = 0.05
+
+    @property
+    def predicted_mb(self) -> float:
+        """One trial's peak as measured: its own process's peak and the replay buffer's growth, and each
+        env runner and learner at the largest one's peak (every process's peak summed: an upper bound on
+        their simultaneous peak)."""
+        return self._raw("main") + self._raw("env_runner") * len(self.env_runner_mb) + self._raw("learner") * len(self.learner_mb)
+
     @property
     def trial_mb(self) -> float:
-        """What one trial needs at its peak, as its bundles reserve it: its own process's peak and the
-        replay buffer's growth, and each env runner and learner at the largest one's peak (every
-        process's peak summed: an upper bound on their simultaneous peak)."""
-        return self.main_mb + self.replay_mb + self.bundle_mb("env_runner") * len(self.env_runner_mb) + self.bundle_mb("learner") * len(self.learner_mb)
+        """What one trial reserves, and must find on one node: the prediction and its headroom."""
+        return self.predicted_mb * (1 + self.HEADROOM)
 
-    def bundle_mb(self, role: str) -> float:
-        """The memory a placement-group bundle of this role reserves: the main process its own peak and
-        the buffer's growth; an env runner or a learner the largest one measured."""
+    def _raw(self, role: str) -> float:
         if role == "main":
             return self.main_mb + self.replay_mb
         measured = self.env_runner_mb if role == "env_runner" else self.learner_mb
         return max(measured, default=0.0)
+
+    def bundle_mb(self, role: str) -> float:
+        """The memory a placement-group bundle of this role reserves, headroom included: the main process
+        its own peak and the buffer's growth; an env runner or a learner the largest one measured."""
+        return self._raw(role) * (1 + self.HEADROOM)
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "env_runner_mb": list(self.env_runner_mb), "learner_mb": list(self.learner_mb)}

@@ -42,17 +42,21 @@ def test_the_hungriest_corner_takes_the_widest_network_the_most_runners_and_the_
     assert hungriest_draw(space) == {"training.num_epochs": 8}
 
 
+H = 1 + MemoryReading.HEADROOM
+
+
 def _reading(**values):
     return MemoryReading(draw={"env_runners.num_env_runners": 2}, **{"main_mb": 500.0, **values})
 
 
 def test_a_trial_needs_every_process_and_the_buffer_growth():
     reading = _reading(env_runner_mb=(400.0, 420.0), learner_mb=(300.0,), replay_mb=50.0)
-    # As the bundles reserve it: each env runner at the largest one's peak.
-    assert reading.trial_mb == pytest.approx(500 + 50 + 2 * 420 + 300)
-    assert reading.bundle_mb("main") == pytest.approx(550)
-    assert reading.bundle_mb("env_runner") == pytest.approx(420)
-    assert reading.bundle_mb("learner") == pytest.approx(300)
+    # As the bundles reserve it: each env runner at the largest one's peak, and each with the headroom.
+    assert reading.predicted_mb == pytest.approx(500 + 50 + 2 * 420 + 300)
+    assert reading.trial_mb == pytest.approx((500 + 50 + 2 * 420 + 300) * H)
+    assert reading.bundle_mb("main") == pytest.approx(550 * H)
+    assert reading.bundle_mb("env_runner") == pytest.approx(420 * H)
+    assert reading.bundle_mb("learner") == pytest.approx(300 * H)
     assert MemoryReading.from_dict(reading.as_dict()) == reading
 
 
@@ -65,7 +69,7 @@ def test_concurrency_by_memory_counts_trials_per_node():
     found, _ = memory_fit(_reading(main_mb=300.0), [1000.0], by_cpus=4, max_concurrent=2)
     assert found.allowed == 2
     lines = "\n".join(found.lines())
-    assert "300 MB" in lines and "3 trial(s) at once by memory, 4 by CPUs, budget.max_concurrent 2; up to 2 at once" in lines
+    assert "peaks at 300 MB" in lines and "reserves 315 MB (5% headroom)" in lines and "3 trial(s) at once by memory, 4 by CPUs, budget.max_concurrent 2; up to 2 at once" in lines
 
 
 def test_a_trial_larger_than_every_node_is_refused_naming_the_setting_the_corner_and_the_numbers():
@@ -74,7 +78,7 @@ def test_a_trial_larger_than_every_node_is_refused_naming_the_setting_the_corner
     _, problems = memory_fit(reading, [1000.0, 1500.0], by_cpus=4, max_concurrent=None)
     (problem,) = problems
     assert problem.path == "config.env_runners.num_env_runners"
-    assert "1,700 MB" in problem.message and "1,500 MB" in problem.message
+    assert "needs 1,785 MB (measured 1,700" in problem.message and "1,500 MB" in problem.message
     assert "env_runners.num_env_runners=2" in problem.message and "never" in problem.message
     _, problems = memory_fit(reading, [1500.0], 4, None, spec_paths=("env_runners.num_env_runners",))
     assert problems[0].path == "search_space.env_runners.num_env_runners"
@@ -87,7 +91,7 @@ def test_a_max_concurrent_the_memory_cannot_hold_is_refused_with_what_fits():
     _, problems = memory_fit(_reading(main_mb=400.0), [1000.0], by_cpus=8, max_concurrent=3)
     (problem,) = problems
     assert problem.path == "budget.max_concurrent"
-    assert "1,200 MB" in problem.message and "room for 2" in problem.message and "to 2 or less" in problem.message
+    assert "need 1,260 MB (420 MB each" in problem.message and "room for 2" in problem.message and "to 2 or less" in problem.message
     _, problems = memory_fit(_reading(main_mb=400.0), [1000.0], by_cpus=8, max_concurrent=2)
     assert problems == []
 
@@ -103,7 +107,7 @@ def test_each_bundle_reserves_what_its_process_was_measured_at(tmp_path, seeds):
     bundles = trial_resources(spec, {}, reading).bundles
     mb = [b.get("memory", 0) / 2**20 for b in bundles]
     # The trial's process (its seeds' algorithms, one after the other) once, each seed's 2 env runners.
-    assert mb == pytest.approx([520.0, *[410.0, 410.0] * seeds], abs=1e-3)
+    assert mb == pytest.approx([520.0 * H, *[410.0 * H, 410.0 * H] * seeds], abs=1e-3)
     assert [b["CPU"] for b in bundles] == [1, *[1, 1] * seeds]
     # Without a reading: RLlib's request as it is, no memory.
     assert all("memory" not in b for b in trial_resources(spec, {}).bundles)
@@ -117,7 +121,7 @@ def test_a_remote_learner_bundle_reserves_the_learners_memory(tmp_path):
     )
     reading = MemoryReading(draw={}, main_mb=500.0, learner_mb=(700.0,))
     bundles = trial_resources(spec, {}, reading).bundles
-    assert [b.get("memory", 0) / 2**20 for b in bundles] == pytest.approx([500.0, 700.0], abs=1e-3)
+    assert [b.get("memory", 0) / 2**20 for b in bundles] == pytest.approx([500.0 * H, 700.0 * H], abs=1e-3)
 
 
 def test_bundles_follow_rllibs_order_env_runners_then_evaluation_runners_then_learners(tmp_path):
@@ -130,4 +134,4 @@ def test_bundles_follow_rllibs_order_env_runners_then_evaluation_runners_then_le
     )
     reading = MemoryReading(draw={}, main_mb=500.0, env_runner_mb=(400.0, 410.0, 300.0), learner_mb=(700.0,))
     mb = [b.get("memory", 0) / 2**20 for b in trial_resources(spec, {}, reading).bundles]
-    assert mb == pytest.approx([500.0, 410.0, 410.0, 410.0, 700.0], abs=1e-3)
+    assert mb == pytest.approx([x * H for x in (500.0, 410.0, 410.0, 410.0, 700.0)], abs=1e-3)

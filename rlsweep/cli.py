@@ -72,6 +72,31 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _convert(args: argparse.Namespace) -> int:
+    import yaml
+
+    from rlsweep import load_spec
+    from rlsweep.convert import convert, header
+    from rlsweep.spec import read_document
+
+    spec, unmapped = convert(read_document(args.file), args.experiment)
+    text = header(args.file, unmapped) + yaml.safe_dump(spec, sort_keys=False)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        print(text, end="")
+    for item in unmapped:
+        print(f"not converted: {item}", file=sys.stderr)
+    where = args.output or "the converted spec"
+    try:
+        load_spec(spec)
+    except SpecError as exc:
+        print(f"{where} does not validate yet; fix these and run `rlsweep validate`:", file=sys.stderr)
+        raise exc from None
+    print(f"{where}: valid ({len(unmapped)} old key(s) not carried over, listed above)", file=sys.stderr)
+    return EXIT_OK
+
+
 def _sample(args: argparse.Namespace) -> int:
     from rlsweep import load_spec, sample
 
@@ -325,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check the spec without Ray: skip measuring one trial's memory at the space's hungriest corner")
     with_set(p)
     p.set_defaults(handler=_validate)
+
+    p = commands.add_parser("convert", help="an experiment YAML of RLlib's old API (rllib train -f) as an rlsweep spec")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", help="write the spec here (default: print it)")
+    p.add_argument("--experiment", help="which experiment, where the file holds several")
+    p.set_defaults(handler=_convert)
 
     p = commands.add_parser("schema", help="print the JSON Schema of a spec (for an editor to complete and check specs)")
     p.add_argument("--indent", action="store_true", help="pretty-print")

@@ -196,6 +196,25 @@ class TracingSpec(Section):
     """the spans' service.name"""
 
 
+class CurriculumSpec(Section):
+    """``curriculum:``: the task every env runner's envs train on, set after each iteration (RLlib's
+    ``TaskSettableEnv`` contract: the env has ``set_task(task)`` and ``get_task()``)."""
+
+    fn: Text | None = None
+    """module:function called after each iteration, once per env, as RLlib's old env_task_fn:
+    (train_result, env, env_context) -> the env's next task"""
+    schedule: list[Annotated[list[StrictInt | StrictFloat | StrictStr], Field(min_length=2, max_length=2)]] | None = None
+    """[[env_steps, task], ...] from 0 up: from each entry's env steps on, the envs train on its task"""
+
+    def task_at(self, env_steps: int) -> Any:
+        """The schedule's task at ``env_steps`` (its last entry at or before them)."""
+        task = None
+        for start, value in self.schedule or ():
+            if start <= env_steps:
+                task = value
+        return task
+
+
 @dataclass(frozen=True)
 class PolicySetup:
     """One multi-agent setup: which policy each agent acts with, and which policies learn.
@@ -286,6 +305,8 @@ class SweepSpec(Section):
     """where the sweep is logged; null or false: not at all"""
     tracing: TracingSpec | None = None
     """OpenTelemetry spans of the sweep and every trial, to an OTLP/HTTP receiver or MLflow; off by default"""
+    curriculum: CurriculumSpec | None = None
+    """curriculum learning: the task the envs train on, from a function or a schedule in env steps"""
     document: SkipJsonSchema[dict[str, Any]] = Field(default={}, exclude=True)
 
     def to_yaml(self) -> str:
@@ -633,7 +654,28 @@ def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], s
                     "seeds from seeds.tuning; remove it, or set seeds.per_trial to 1",
                 ))
     problems += _tracing_problems(values.get("tracing"), values.get("mlflow", MlflowSpec()))
+    problems += _curriculum_problems(values.get("curriculum"))
     return problems
+
+
+def _curriculum_problems(curriculum: CurriculumSpec | None) -> list[Problem]:
+    if curriculum is None:
+        return []
+    if (curriculum.fn is None) == (curriculum.schedule is None):
+        return [Problem("curriculum", "set either fn (module:function) or schedule ([[env_steps, task], ...]), one of them")]
+    if curriculum.fn is not None and ":" not in curriculum.fn:
+        return [Problem("curriculum.fn", f"expects module:function, got {shorten(curriculum.fn)}")]
+    schedule = curriculum.schedule or []
+    if curriculum.schedule is not None:
+        for i, (start, _) in enumerate(schedule):
+            if not isinstance(start, int) or start < 0:
+                return [Problem(f"curriculum.schedule.{i}", f"starts with env steps, a whole number >= 0; got {shorten(start)}")]
+        if not schedule or schedule[0][0] != 0:
+            return [Problem("curriculum.schedule", f"must start at 0 env steps (the task the trial starts on), got {shorten(schedule)}")]
+        steps = [start for start, _ in schedule]
+        if any(b <= a for a, b in zip(steps, steps[1:])):
+            return [Problem("curriculum.schedule", f"env steps must rise from entry to entry, got {steps}")]
+    return []
 
 
 def _tracing_problems(tracing: TracingSpec | None, mlflow: MlflowSpec | None) -> list[Problem]:

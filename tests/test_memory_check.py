@@ -4,9 +4,6 @@ does not (exit 2, with the numbers), and ``rlsweep run`` runs no more trials at 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -15,8 +12,8 @@ import rlsweep
 from rlsweep import store
 from rlsweep.analysis import load
 from rlsweep.trainables import MemoryReading
-from tests.conftest import REPO, small_ppo
-from tests.test_reliability import _env, _most_at_once
+from tests.conftest import small_ppo
+from tests.test_reliability import _most_at_once, _on_a_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -80,14 +77,7 @@ MEMORY_SCRIPT = textwrap.dedent(
 @pytest.fixture(scope="module")
 def on_little_memory(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("memory")
-    script = tmp_path / "memory.py"
-    script.write_text(MEMORY_SCRIPT)
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "results")], env=_env(), cwd=REPO,
-        capture_output=True, text=True, timeout=1200, start_new_session=True,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1]), tmp_path / "results"
+    return _on_a_cluster(tmp_path, MEMORY_SCRIPT), tmp_path / "results"
 
 
 def test_validate_prints_the_trials_memory_and_the_concurrency_it_allows(on_little_memory):

@@ -111,6 +111,16 @@ def settings_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: Search-space paths that set the spec's curriculum (``curriculum.schedule.<entry>.<0: env steps, 1: task>``),
+#: not RLlib's config.
+CURRICULUM_PREFIX = "curriculum."
+
+
+def rllib_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings that go to RLlib's config: all but the curriculum's own."""
+    return {k: v for k, v in settings.items() if not k.startswith(CURRICULUM_PREFIX)}
+
+
 class AgentToPolicy:
     """RLlib's ``policy_mapping_fn`` for a spec's setup: the first rule whose pattern matches the agent id.
     A class, not a lambda, so Ray can ship it to env runners."""
@@ -147,7 +157,7 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
         config_logger.addFilter(_NEW_STACK_NOTICE)
     config = algorithm_class(spec.algorithm).get_default_config()
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
-    for method, arguments in unflatten(settings_for(spec, sampled)).items():
+    for method, arguments in unflatten(rllib_settings(settings_for(spec, sampled))).items():
         getattr(config, method)(**arguments)
     setup = spec.policy_setup(sampled)
     if setup is not None:
@@ -218,8 +228,9 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
     methods = _method_arguments(config_class)
     problems = []
     paths = [("config", p) for p in spec.config] + [
-        ("search_space", p) for p in spec.search_space.paths if p != POLICIES_PATH
+        ("search_space", p) for p in spec.search_space.paths if p != POLICIES_PATH and not p.startswith(CURRICULUM_PREFIX)
     ]
+    problems += _curriculum_path_problems(spec)
     for section, path in paths:
         method, _, rest = path.partition(".")
         argument = rest.split(".")[0]
@@ -239,6 +250,24 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
             continue
         if (method, argument) == ("rl_module", "model_config"):
             problems += _model_config_problems(spec, section, path)
+    return problems
+
+
+def _curriculum_path_problems(spec: SweepSpec) -> list[Problem]:
+    """``search_space.curriculum.schedule.<i>.<j>`` must name an entry of the spec's schedule: j 0 its env
+    steps, j 1 its task."""
+    problems = []
+    schedule = spec.curriculum.schedule if spec.curriculum is not None else None
+    for path in spec.search_space.paths:
+        if not path.startswith(CURRICULUM_PREFIX):
+            continue
+        parts = path.split(".")
+        ok = (len(parts) == 4 and parts[1] == "schedule" and parts[2].isdigit() and parts[3] in ("0", "1")
+              and schedule is not None and int(parts[2]) < len(schedule))
+        if not ok:
+            size = f"{len(schedule)} entries" if schedule is not None else "no curriculum.schedule"
+            problems.append(Problem(f"search_space.{path}", f"a curriculum parameter is curriculum.schedule.<entry>.<0 for "
+                                    f"its env steps, 1 for its task>, of an entry the spec's schedule has ({size})"))
     return problems
 
 

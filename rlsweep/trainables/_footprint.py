@@ -181,7 +181,6 @@ def measure_memory(spec: SweepSpec, spec_path: str = "search_space") -> MemoryRe
     import ray
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from rlsweep.errors import IncompatibleError
     from rlsweep.trainables._config import trial_resources
 
     draw = hungriest_draw(spec.search_space)
@@ -205,28 +204,29 @@ def measure_memory(spec: SweepSpec, spec_path: str = "search_space") -> MemoryRe
             return ray.get(task.remote(spec, draw), timeout=MEASURE_TIMEOUT_S)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if exc.cause is not None else exc
-            first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-            raise IncompatibleError(
-                [Problem(spec_path, f"{corner} failed to train, so its memory is unknown: {type(cause).__name__}: {first_line}")]
-            ) from None
+            raise _refused(spec_path, f"{corner} failed to train, so its memory is unknown: {_first_line(cause)}") from None
         except ray.exceptions.GetTimeoutError:
-            raise IncompatibleError(
-                [Problem("ray.memory_check", f"measuring {corner} took over {MEASURE_TIMEOUT_S:g} s; set "
-                         "ray.memory_check: false to launch without it")]
-            ) from None
+            raise _refused("ray.memory_check", f"measuring {corner} took over {MEASURE_TIMEOUT_S:g} s; set "
+                           "ray.memory_check: false to launch without it") from None
         except ray.exceptions.RayError as exc:  # killed: Ray's memory monitor (out of memory), a lost node
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise IncompatibleError(
-                [Problem(spec_path, f"{corner} was killed while it was measured ({type(exc).__name__}: {first_line}); "
-                         "out of memory, most likely: shrink that corner or join nodes with more memory")]
-            ) from None
+            raise _refused(spec_path, f"{corner} was killed while it was measured ({_first_line(exc)}); out of memory, "
+                           "most likely: shrink that corner or join nodes with more memory") from None
     except ray.exceptions.GetTimeoutError:
-        raise IncompatibleError(
-            [Problem("ray.memory_check", f"Ray could not place one trial ({group.bundle_specs}) within {PLACEMENT_TIMEOUT_S:g} s "
-                     "to measure its memory; the cluster is busy or too small")]
-        ) from None
+        raise _refused("ray.memory_check", f"Ray could not place one trial ({group.bundle_specs}) within "
+                       f"{PLACEMENT_TIMEOUT_S:g} s to measure its memory; the cluster is busy or too small") from None
     finally:
         ray.util.remove_placement_group(group)
+
+
+def _refused(path: str, message: str) -> Exception:
+    from rlsweep.errors import IncompatibleError
+
+    return IncompatibleError([Problem(path, message)])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _describe(draw: Mapping[str, Any]) -> str:

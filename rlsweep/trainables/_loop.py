@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rlsweep import _compat, metrics, store, tracing
 from rlsweep.errors import NonFiniteLossError, Problem, SpecError
 from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
+from rlsweep.trainables._curriculum import apply as apply_curriculum, curriculum_for
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._memory import policy_memory_mb, reset_peak_rss, trial_peak_memory_mb
@@ -117,6 +118,13 @@ class SeedRun:
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
         self.env_steps = 0
+        #: The curriculum task the envs train on now, and the one they trained on in the last iteration.
+        self.task: Any = None
+        self.trained_on: Any = None
+        #: The spec's curriculum with what the trial's draw sets in it.
+        self.curriculum = curriculum_for(spec, sampled)
+        if self.curriculum is not None:
+            self.task = apply_curriculum(self.algo, self.curriculum, 0)
 
     def stop(self) -> None:
         """Stop the algorithm, and remove the empty log folder it made in the trial's working directory."""
@@ -200,6 +208,8 @@ class TrialLoop:
             reapply_learning_rates(run.algo)
             run.normalizer.restore(state)
             run.env_steps = restored
+            if run.curriculum is not None and run.curriculum.schedule is not None:
+                run.task = apply_curriculum(run.algo, run.curriculum, restored)
         if restored >= self.spec.budget.env_steps:
             # Nothing is left to train: the trial ends at the budget with the metrics it copied.
             self.tracer.flush()
@@ -218,6 +228,11 @@ class TrialLoop:
         for run in self.runs:
             with run.timer.iteration():
                 result = run.algo.train()
+            if run.curriculum is not None:
+                # The task this iteration trained on goes in its row; the next one is set for the next.
+                run.trained_on = run.task
+                with self.tracer.span("curriculum", seed=run.seed):
+                    run.task = apply_curriculum(run.algo, run.curriculum, lifetime_env_steps(result), result)
             self.tracer.record_iteration(
                 *run.timer.last_window, run.timer.last_intervals, env_steps=lifetime_env_steps(result),
                 iteration=result.get("training_iteration"), seed=run.seed, node_id=self.node_id,
@@ -269,6 +284,8 @@ class TrialLoop:
         if eval_time is not None:
             normalized["eval_time_s"] = eval_time
         normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
+        if isinstance(trained_on := self.runs[0].trained_on, (int, float)) and not isinstance(trained_on, bool):
+            normalized["task"] = trained_on
         normalized["peak_memory_mb"] = trial_peak_memory_mb(*(run.algo for run in self.runs))
         normalized.update(self._policy_memory())
         normalized["setup_time_s"] = self.setup_time_s

@@ -3,6 +3,7 @@ space's extremes, and whether one trial fits the cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -92,6 +93,7 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
         problems.append(Problem(*made))
     else:
         problems += _policy_problems(spec)
+        problems += _curriculum_problems(spec)
     problems += path_problems(spec)
     if problems:
         return problems
@@ -116,6 +118,20 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
         # A local runtime will have this many CPUs; a cluster is checked when the sweep joins it.
         problems += resource_problems(spec, float(spec.ray.num_cpus or os.cpu_count() or 1), local_gpus())[0]
     return problems
+
+
+def _curriculum_problems(spec: SweepSpec) -> list[Problem]:
+    if spec.curriculum is None:
+        return []
+    from rlsweep._envs import make_env
+    from rlsweep.trainables._curriculum import problems as curriculum_problems
+
+    env = make_env(spec.env, spec.env_config)  # made once above already: it makes
+    try:
+        return curriculum_problems(spec, env)
+    finally:
+        with contextlib.suppress(Exception):
+            env.close()
 
 
 def _policy_problems(spec: SweepSpec) -> list[Problem]:

@@ -39,6 +39,7 @@ from rlsweep.trainables import (
     plan_for,
     resource_problems,
     settings_for,
+    trials_that_fit,
 )
 from rlsweep.validate import load_spec
 
@@ -196,7 +197,7 @@ class ClusterCapacity:
 
         by_cpus = math.floor(ray.cluster_resources().get("CPU", 0) / max(self.trial_cpus, 1e-9))
         if self.trial_mb > 0:
-            by_cpus = min(by_cpus, sum(math.floor(mb / self.trial_mb) for mb in node_memory_mb()))
+            by_cpus = min(by_cpus, trials_that_fit(self.trial_mb, node_memory_mb()))
         return max(1, by_cpus)
 
 

@@ -9,7 +9,7 @@ from rlsweep.trainables._config import (
     settings_for,
     trial_resources,
 )
-from rlsweep.trainables._footprint import MemoryFit, hungriest_draw, measure_memory, memory_fit, node_memory_mb
+from rlsweep.trainables._footprint import MemoryFit, hungriest_draw, measure_memory, memory_fit, node_memory_mb, trials_that_fit
 from rlsweep.trainables._memory import MemoryReading
 from rlsweep.trainables._loop import (
     TrialLoop,
@@ -50,4 +50,5 @@ __all__ = [
     "static_problems",
     "train",
     "trial_resources",
+    "trials_that_fit",
 ]

@@ -261,6 +261,11 @@ class MemoryFit:
         ]
 
 
+def trials_that_fit(trial_mb: float, node_mb: Sequence[float]) -> int:
+    """How many trials of ``trial_mb`` the nodes hold at once, each trial on one node."""
+    return sum(math.floor(mb / trial_mb) for mb in node_mb)
+
+
 def heaviest_setting(reading: MemoryReading, largest_mb: float, spec_paths: Sequence[str] = ()) -> str:
     """The spec path to change when a trial does not fit a node of ``largest_mb``: where its own process
     alone would fit, the setting behind its larger remote share (env runners or learners); else the search
@@ -280,7 +285,7 @@ def memory_fit(
     problems: a trial larger than every node (named by :func:`heaviest_setting`), or a
     ``budget.max_concurrent`` the memory cannot hold."""
     need = reading.trial_mb
-    by_memory = sum(math.floor(mb / need) for mb in node_mb) if need > 0 else by_cpus
+    by_memory = trials_that_fit(need, node_mb) if need > 0 else by_cpus
     result = MemoryFit(reading, tuple(node_mb), by_memory, by_cpus, max_concurrent)
     largest = max(node_mb, default=0.0)
     corner = _describe(reading.draw)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
 from rlsweep._schema import Section
+from rlsweep.errors import Problem
 
 from rlsweep.search_spaces._base import (
     CompiledSpace,
@@ -111,6 +112,14 @@ class OptunaOptions(SearcherOptions):
     own default of 10 leaves a 12-trial sweep a random search)"""
     multivariate: StrictBool = True
     """model the parameters jointly (multivariate TPE, grouped by condition) rather than one by one"""
+    sampler: Literal["tpe", "gp", "cmaes", "qmc", "random"] = "tpe"
+    """Optuna's sampler: tpe (default), gp (Gaussian process), cmaes (CMA-ES; needs the cmaes package),
+    qmc (scrambled Sobol quasi-random), random. Each samples the same define-by-run space; gp and cmaes
+    model the numeric parameters jointly and draw choices and conditional parameters independently"""
+
+
+#: Packages a sampler needs beyond Optuna, by the name pip installs.
+SAMPLER_PACKAGES = {"cmaes": "cmaes", "gp": "scipy"}
 
 
 def startup_trials(options: Any, trials: int) -> int:
@@ -119,12 +128,51 @@ def startup_trials(options: Any, trials: int) -> int:
     return int(given) if given is not None else max(2, min(10, trials // 4))
 
 
+def _sampler(request: SearchRequest) -> Any:
+    """The Optuna sampler the options name, seeded, with the sweep's number of random startup trials where
+    it has them."""
+    import optuna
+
+    name = getattr(request.options, "sampler", "tpe")
+    startup = startup_trials(request.options, request.trials)
+    quiet = {"warn_independent_sampling": False}  # choices and conditions are drawn independently: documented
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=request.seed)
+    if name == "qmc":
+        return optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=request.seed, **quiet)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=request.seed, n_startup_trials=startup, **quiet)
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=request.seed, n_startup_trials=startup, **quiet)
+    multivariate = bool(getattr(request.options, "multivariate", True))
+    return optuna.samplers.TPESampler(
+        seed=request.seed,
+        n_startup_trials=startup,
+        multivariate=multivariate,
+        group=multivariate,  # joint models per set of parameters that are active together
+        # Trials run concurrently: a running trial counts as a bad result while it runs, so two suggestions
+        # in a row do not land on the same point.
+        constant_liar=True,
+    )
+
+
 class OptunaSearcher(SearcherEntry):
     name = "optuna"
-    doc = "Optuna's TPE sampler over a define-by-run space (conditions supported)"
+    doc = "Optuna over a define-by-run space (conditions supported); sampler: tpe (default), gp, cmaes, qmc, random"
     model_based = True
     compiler = OptunaCompiler()
     Options: ClassVar[type[Section]] = OptunaOptions
+
+    def check(self, space: SearchSpace, options: Any) -> list[Problem]:
+        """The entry's checks, and a sampler whose package does not import, named with the pip command."""
+        import importlib.util
+
+        problems = super().check(space, options)
+        sampler = getattr(options, "sampler", "tpe")
+        if (package := SAMPLER_PACKAGES.get(sampler)) is not None and importlib.util.find_spec(package) is None:
+            problems.append(Problem("searcher.sampler", f"Optuna's {sampler!r} sampler needs the {package} package, "
+                                    f"which is not installed; install it with: pip install {package}"))
+        return problems
 
     def make(self, request: SearchRequest) -> Any:
         import optuna
@@ -132,19 +180,10 @@ class OptunaSearcher(SearcherEntry):
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         compiled = self.compiler.compile(request.space, lossy=request.lossy)
-        multivariate = bool(getattr(request.options, "multivariate", True))
         with warnings.catch_warnings():
-            # multivariate, group and constant_liar are marked experimental in Optuna 5; rlsweep pins Optuna.
+            # multivariate, group, constant_liar and GP are marked experimental in Optuna 5; rlsweep pins Optuna.
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(
-                seed=request.seed,
-                n_startup_trials=startup_trials(request.options, request.trials),
-                multivariate=multivariate,
-                group=multivariate,  # joint models per set of parameters that are active together
-                # Trials run concurrently: a running trial counts as a bad result while it runs, so two
-                # suggestions in a row do not land on the same point.
-                constant_liar=True,
-            )
+            sampler = _sampler(request)
         return OptunaSearch(space=compiled.native, metric=request.metric, mode=request.mode,
                             points_to_evaluate=request.points_for(compiled), sampler=sampler)
 

@@ -97,3 +97,69 @@ def test_tpe_starts_with_a_quarter_of_the_trials_as_random_and_models_jointly():
         SearchRequest(space, metric="m", mode="max", seed=0, options=OptunaOptions(multivariate=False), trials=20)
     )
     assert not univariate._sampler._multivariate
+
+
+SAMPLERS = {"tpe": "TPESampler", "gp": "GPSampler", "qmc": "QMCSampler", "random": "RandomSampler", "cmaes": "CmaEsSampler"}
+MIXED = {
+    "training.lr": {"loguniform": [1.0e-5, 1.0e-2]},
+    "training.num_epochs": {"randint": [1, 10]},
+    "training.train_batch_size": {"qrandint": [1000, 4000, 500]},
+    "training.use_kl_loss": {"choice": [True, False]},
+    "training.kl_coeff": {"uniform": [0.1, 0.3], "when": {"training.use_kl_loss": True}},
+    "rl_module.model_config.fcnet_hiddens": {"choice": [[16], [32, 32]]},
+}
+
+
+def _sweep_spec(sampler, trials=12):
+    import rlsweep
+
+    document = {"algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 1000, "trials": trials},
+                "search_space": MIXED, "searcher": {"name": "optuna", "seed": 0, "sampler": sampler}}
+    return rlsweep.load_spec(document, preflight=False)
+
+
+@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s != "cmaes"])
+def test_each_sampler_is_the_one_named_and_draws_inside_the_space(sampler):
+    from rlsweep._compat import optuna_study
+    from rlsweep.schedulers import search_request
+    from rlsweep.search_spaces import SEARCHERS
+
+    spec = _sweep_spec(sampler)
+    searcher = SEARCHERS["optuna"].searcher(search_request(spec))
+    assert type(optuna_study(searcher).sampler).__name__ == SAMPLERS[sampler]
+    # Past the startup trials (3 for 12 trials), each sampler models; its draws still lie in the space.
+    space, _ = parse_search_space(MIXED)
+    for i in range(8):
+        config = searcher.suggest(f"t{i}")
+        for parameter in space:
+            if parameter.is_active(config):
+                assert parameter.domain.contains(config[parameter.path]), (sampler, parameter.path, config)
+            else:
+                assert parameter.path not in config
+        searcher.on_trial_complete(f"t{i}", {"return_mean": float(i % 3), "training_iteration": 1})
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("cmaes") is not None, reason="cmaes is installed here")
+def test_a_sampler_whose_package_is_missing_is_refused_at_validate_naming_it():
+    from rlsweep.errors import SpecError
+
+    with pytest.raises(SpecError) as info:
+        _sweep_spec("cmaes")
+    (problem,) = info.value.problems
+    assert problem.path == "searcher.sampler" and "pip install cmaes" in problem.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["gp", "qmc"])
+def test_a_sweep_runs_with_another_sampler_and_saves_it_with_the_searcher(tmp_path, ray_runtime, sampler):
+    """Tune saves the searcher with the sweep (pickled, for resume): the named sampler is in it."""
+    import rlsweep
+    from tests.conftest import small_ppo
+
+    document = small_ppo("sampler", tmp_path / "results", budget={"env_steps": 500, "trials": 4},
+                         searcher={"name": "optuna", "seed": 0, "sampler": sampler})
+    result = rlsweep.run(rlsweep.load_spec(document), verbose=0)
+    trials = rlsweep.load(result.path).trials
+    assert len(trials) == 4 and all(t.state == "TERMINATED" for t in trials)
+    saved = b"".join(p.read_bytes() for p in result.path.glob("searcher-state-*.pkl"))
+    assert SAMPLERS[sampler].encode() in saved and b"TPESampler" not in saved

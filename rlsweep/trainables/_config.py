@@ -296,26 +296,31 @@ def _model_config_problems(spec: SweepSpec, section: str, path: str) -> list[Pro
     return problems
 
 
-def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any], memory: MemoryReading | None = None) -> Any:
-    """The placement group one trial needs: RLlib's own request for its config (env runners, learners).
-    A trial with several seeds runs their algorithms in its one process (the first bundle), one after
-    the other; each seed's remote env runners and learners get bundles of their own. With ``memory`` (the
-    pre-flight reading) each bundle also reserves the memory its process was measured to peak at, so Ray
-    places no more trials on a node than its memory holds."""
+def trial_bundles(spec: SweepSpec, sampled: Mapping[str, Any]) -> tuple[list[dict[str, float]], list[str], str]:
+    """One trial's placement-group bundles as RLlib requests them for its config, what each holds
+    (``main``: the trial's own process; ``env_runner``, evaluation runners included; ``learner``) and
+    the placement strategy. A trial with several seeds runs their algorithms in its one process (the
+    first bundle), one after the other; each seed's remote env runners and learners get bundles of their
+    own."""
     config = build_config(spec, sampled)
     request = algorithm_class(spec.algorithm).default_resource_request(config)
     seeds = spec.seeds.per_trial
-    if memory is None and (seeds == 1 or len(request.bundles) == 1):
-        return request
+    bundles = [dict(request.bundles[0]), *[dict(b) for b in request.bundles[1:]] * seeds]
+    roles = ["main", *_bundle_roles(config, len(request.bundles) - 1) * seeds]
+    return bundles, roles, request.strategy
+
+
+def trial_resources(spec: SweepSpec, sampled: Mapping[str, Any], memory: MemoryReading | None = None) -> Any:
+    """The placement group one trial needs (:func:`trial_bundles`). With ``memory`` (the pre-flight
+    reading) each bundle also reserves the memory its process was measured to peak at, so Ray places no
+    more trials on a node than its memory holds."""
     from ray.tune import PlacementGroupFactory
 
-    bundles = [request.bundles[0], *request.bundles[1:] * seeds]
+    bundles, roles, strategy = trial_bundles(spec, sampled)
     if memory is not None:
-        per_seed = _bundle_roles(config, len(request.bundles) - 1)
-        roles = ["main", *per_seed * seeds]
-        bundles = [{**b, "memory": math.ceil(memory.bundle_mb(role) * 2**20)} if memory.bundle_mb(role) > 0 else dict(b)
+        bundles = [{**b, "memory": math.ceil(memory.bundle_mb(role) * 2**20)} if memory.bundle_mb(role) > 0 else b
                    for b, role in zip(bundles, roles)]
-    return PlacementGroupFactory(bundles, strategy=request.strategy)
+    return PlacementGroupFactory(bundles, strategy=strategy)
 
 
 def _bundle_roles(config: Any, count: int) -> list[str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rlsweep._envs import env_problem, made_env_problem
 from rlsweep.errors import Problem
 from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace, random_draws
-from rlsweep.trainables._config import agent_ids, algorithm_names, build_config, path_problems, settings_for, trial_resources
+from rlsweep.trainables._config import agent_ids, algorithm_names, build_config, path_problems, settings_for, trial_bundles
 from rlsweep.trainables._footprint import hungriest_draw
 
 if TYPE_CHECKING:
@@ -176,15 +176,10 @@ def local_gpus() -> int:
 def _cpu_demand(spec: SweepSpec, draw: Mapping[str, Any], resource: str = "CPU") -> dict[str, tuple[int, float]]:
     """What asks for one trial's CPUs (or GPUs), from RLlib's own request: ``{"process": (1, cpus),
     "env_runner": (count, cpus), "learner": (count, cpus)}``, with every seed's remote workers counted."""
-    from rlsweep.trainables._config import _bundle_roles
-
-    config = build_config(spec, draw)
-    request = trial_resources(spec, draw)
-    bundles = request.bundles
-    per_seed = max(1, len(bundles) - 1) // max(1, spec.seeds.per_trial) if len(bundles) > 1 else 0
-    roles = ["process", *_bundle_roles(config, per_seed) * spec.seeds.per_trial] if per_seed else ["process"]
+    bundles, roles, _ = trial_bundles(spec, draw)
     demand: dict[str, tuple[int, float]] = {}
     for bundle, role in zip(bundles, roles):
+        role = "process" if role == "main" else role
         count, cpus = demand.get(role, (0, 0.0))
         demand[role] = (count + 1, cpus + float(bundle.get(resource, 0)))
     return demand

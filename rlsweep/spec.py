@@ -52,7 +52,7 @@ class SearcherSpec(Section):
     model_config = ConfigDict(extra="allow")
 
     name: Text | None = None
-    """random | grid | optuna | hyperopt | bayesopt | bohb; default: chosen from the scheduler and the space"""
+    """random | grid | optuna | hyperopt | bayesopt | bohb | nevergrad | ax; default: chosen from the scheduler and the space"""
     seed: Seed | None = None
     """seed of the searcher's draws (0 to 2**32 - 1): the same spec then tries the same configs"""
 

@@ -137,6 +137,7 @@ def resolve(spec: SweepSpec) -> tuple[SweepSpec | None, list[Problem]]:
     # Each entry checks the rest of the spec with its options, where those are valid.
     if options["searcher"] is not None:
         problems += searcher.check(spec.search_space, options["searcher"])  # type: ignore[attr-defined]
+        problems += searcher.check_budget(spec.search_space, options["searcher"], spec.budget)  # type: ignore[attr-defined]
     if options["scheduler"] is not None:
         problems += scheduler.check(resolved, options["scheduler"])  # type: ignore[attr-defined]
     return (None if problems else resolved), problems

@@ -45,6 +45,8 @@ _BACKENDS: dict[str, str] = {
     "hyperopt": "_hyperopt",
     "bohb": "_bohb",
     "bayesopt": "_bayesopt",
+    "nevergrad": "_nevergrad",
+    "ax": "_ax",
 }
 
 

@@ -117,7 +117,7 @@ class SpaceCompiler(abc.ABC):
                     Problem(
                         f"search_space.{parameter.path}.when",
                         f"{self.role} {self.searcher!r} cannot express conditions; use searcher 'random', 'optuna', "
-                        "'hyperopt' or 'bohb', or drop the condition",
+                        "'hyperopt', 'bohb' or 'ax', or drop the condition",
                     )
                 )
             parameters.append(parameter)
@@ -242,9 +242,26 @@ class SearcherEntry(Entry):
     model_based: ClassVar[bool] = False
     compiler: ClassVar[SpaceCompiler]
 
+    #: The modules this backend imports beyond rlsweep's own dependencies (an optional extra), and the
+    #: pip command that installs them.
+    packages: ClassVar[tuple[str, ...]] = ()
+    install: ClassVar[str] = ""
+
+    def missing(self) -> list[Problem]:
+        """The backend's packages that are not installed, with the command that installs them."""
+        import importlib.util
+
+        absent = [name for name in self.packages if importlib.util.find_spec(name) is None]
+        if not absent:
+            return []
+        return [Problem("searcher.name", f"searcher {self.name!r} needs {' and '.join(absent)}, which "
+                        f"{'is' if len(absent) == 1 else 'are'} not installed; install with: {self.install}")]
+
     def check(self, space: SearchSpace, options: Any) -> list[Problem]:
         """Every problem of this searcher with this space and these (valid) options."""
-        problems: list[Problem] = []
+        problems: list[Problem] = self.missing()
+        if problems:
+            return problems
         try:
             self.compiler.compile(space, lossy=bool(getattr(options, "lossy", False)))
         except IncompatibleError as exc:
@@ -263,6 +280,11 @@ class SearcherEntry(Entry):
         if points is not None:
             problems += point_problems(space, points)
         return problems
+
+    def check_budget(self, space: SearchSpace, options: Any, budget: Any) -> list[Problem]:
+        """Problems of this searcher, with these (valid) options, with the spec's ``budget`` (its trials
+        and ``max_concurrent``)."""
+        return []
 
     def build(self, request: SearchRequest) -> tuple[Any, dict[str, Any], int]:
         """Returns ``(search_alg, param_space, num_samples)`` for ``tune.Tuner``."""
@@ -296,7 +318,7 @@ class SearcherEntry(Entry):
         configs: list[dict[str, Any]] = []
         for i in range(n):
             suggestion = searcher.suggest(f"sample_{i:05d}")
-            if suggestion is None:
+            if not isinstance(suggestion, Mapping):  # None, or Searcher.FINISHED: nothing more to draw
                 break
             configs.append(dict(suggestion))
         return configs

@@ -6,6 +6,7 @@ user writes, so the documentation, the validator and every compiler agree on the
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,6 +127,34 @@ class Fixed(Domain):
         return _same_value(value, self.value)
 
 
+def _clip(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+def _on_grid(value: float, low: float, high: float, q: float) -> float:
+    # Quantized bounds are multiples of q (a parse-time rule), so the clipped multiple stays on the grid.
+    return _clip(round(value / q) * q, low, high)
+
+
+#: Domain kind -> the nearest value of that domain to a number, in the declared Python type.
+PROJECTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    Uniform.kind: lambda d, v: _clip(float(v), d.low, d.high),
+    LogUniform.kind: lambda d, v: _clip(float(v), d.low, d.high),
+    QUniform.kind: lambda d, v: float(_on_grid(float(v), d.low, d.high, d.q)),
+    QLogUniform.kind: lambda d, v: float(_on_grid(float(v), d.low, d.high, d.q)),
+    RandInt.kind: lambda d, v: int(_clip(round(float(v)), d.low, d.high)),
+    LogRandInt.kind: lambda d, v: int(_clip(round(float(v)), d.low, d.high)),
+    QRandInt.kind: lambda d, v: int(_on_grid(float(v), d.low, d.high, d.q)),
+    Normal.kind: lambda d, v: float(v),
+}
+
+
+def nearest(domain: Domain, value: Any) -> Any:
+    """The value of a numeric ``domain`` nearest to ``value`` (a perturbed value, a backend's float or
+    numpy scalar just past a bound), as a plain Python number of the declared type."""
+    return PROJECTIONS[domain.kind](domain, value)
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One entry of ``search_space``.
@@ -169,6 +198,41 @@ class SearchSpace:
             if isinstance(parameter.domain, Grid):
                 size *= len(parameter.domain.values)
         return size
+
+    def distinct_configs(self, limit: int) -> int | None:
+        """How many distinct configs the space holds (inactive parameters absent), when every domain is
+        finite and there are at most ``limit``; None for a continuous or a larger space."""
+        values: list[list[Any]] = []
+        size = 1
+        for parameter in self.parameters:
+            options = _finite_values(parameter.domain, limit)
+            if options is None:
+                return None
+            values.append(options)
+            size *= len(options)
+            if size > limit * 1000:
+                return None
+        seen = set()
+        for combination in itertools.product(*values):
+            config: dict[str, Any] = {}
+            for parameter, value in zip(self.parameters, combination):
+                if parameter.is_active(config):
+                    config[parameter.path] = value
+            seen.add(repr(sorted(config.items())))
+        return len(seen) if len(seen) <= limit else None
+
+
+def _finite_values(domain: Domain, limit: int) -> list[Any] | None:
+    """Every value a finite domain can draw (at most ``limit`` of them), else None."""
+    if isinstance(domain, Fixed):
+        return [domain.value]
+    if isinstance(domain, Choice):
+        return list(domain.values)
+    if isinstance(domain, (RandInt, QRandInt, QUniform)):
+        step = getattr(domain, "q", 1)
+        count = int(round((domain.high - domain.low) / step)) + 1
+        return [domain.low + k * step for k in range(count)] if count <= limit else None
+    return None
 
 
 def _is_int(value: Any) -> bool:

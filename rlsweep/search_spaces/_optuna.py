@@ -171,7 +171,8 @@ class OptunaSearcher(SearcherEntry):
         sampler = getattr(options, "sampler", "tpe")
         if (package := SAMPLER_PACKAGES.get(sampler)) is not None and importlib.util.find_spec(package) is None:
             problems.append(Problem("searcher.sampler", f"Optuna's {sampler!r} sampler needs the {package} package, "
-                                    f"which is not installed; install it with: pip install {package}"))
+                                    f"which is not installed; install it with: pip install {package} "
+                                    "(or: pip install 'rlsweep[searchers]')"))
         return problems
 
     def make(self, request: SearchRequest) -> Any:

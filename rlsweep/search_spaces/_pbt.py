@@ -3,11 +3,12 @@ explore step that maps every perturbed value back into its declared domain."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from rlsweep.search_spaces._base import CompiledSpace, SpaceCompiler, log_as_linear
 from rlsweep.search_spaces._domains import (
+    PROJECTIONS,
     Choice,
     Fixed,
     LogRandInt,
@@ -19,6 +20,7 @@ from rlsweep.search_spaces._domains import (
     RandInt,
     SearchSpace,
     Uniform,
+    nearest,
 )
 from rlsweep.search_spaces._random import compile_domain
 
@@ -71,26 +73,6 @@ class Pb2Compiler(SpaceCompiler):
         return CompiledSpace({p.path: b for p in space if (b := _PB2_HANDLERS[p.domain.kind](p.domain)) is not None}, tuple(space))
 
 
-def _clip(value: float, low: float, high: float) -> float:
-    return min(max(value, low), high)
-
-
-def _on_grid(value: float, low: float, high: float, q: float) -> float:
-    # Quantized bounds are multiples of q (a parse-time rule), so the clipped multiple stays on the grid.
-    return _clip(round(value / q) * q, low, high)
-
-
-#: Domain kind -> the nearest value of that domain to a perturbed one, in the declared Python type.
-_PROJECTIONS: dict[str, Callable[[Any, Any], Any]] = {
-    Uniform.kind: lambda d, v: _clip(float(v), d.low, d.high),
-    LogUniform.kind: lambda d, v: _clip(float(v), d.low, d.high),
-    QUniform.kind: lambda d, v: float(_on_grid(float(v), d.low, d.high, d.q)),
-    QLogUniform.kind: lambda d, v: float(_on_grid(float(v), d.low, d.high, d.q)),
-    RandInt.kind: lambda d, v: int(_clip(round(float(v)), d.low, d.high)),
-    LogRandInt.kind: lambda d, v: int(_clip(round(float(v)), d.low, d.high)),
-    QRandInt.kind: lambda d, v: int(_on_grid(float(v), d.low, d.high, d.q)),
-    Normal.kind: lambda d, v: float(v),
-}
 
 
 class IntoDomains:
@@ -100,11 +82,11 @@ class IntoDomains:
     declared domain can take, as a plain Python number. Picklable, as Tune saves the scheduler."""
 
     def __init__(self, space: SearchSpace) -> None:
-        self.domains = {p.path: p.domain for p in space if p.domain.kind in _PROJECTIONS}
+        self.domains = {p.path: p.domain for p in space if p.domain.kind in PROJECTIONS}
 
     def __call__(self, config: Mapping[str, Any]) -> dict[str, Any]:
         projected = dict(config)
         for path, domain in self.domains.items():
             if path in projected:
-                projected[path] = _PROJECTIONS[domain.kind](domain, projected[path])
+                projected[path] = nearest(domain, projected[path])
         return projected

@@ -30,6 +30,8 @@ optuna      ok     ok     ok         ok      P      P      B
 hyperopt    ok     ok     ok         ok      P      P      B
 bohb        b      b      b          b       b+P    b+P    ok
 bayesopt    ok     ok     ok         ok      P      P      B
+nevergrad   ok     ok     ok         ok      P      P      B
+ax          ok     ok     ok         ok      P      P      B
 """
 
 #: What each rule's error must say (the rule, then how to fix it is checked separately: "use ...").
@@ -72,6 +74,8 @@ CONDITIONAL_SPACE = {
 SPACES = {
     "grid": {"training.lr": {"grid": [1.0e-3, 3.0e-3]}},
     "bayesopt": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}, "training.gamma": {"uniform": [0.95, 0.99]}},
+    "nevergrad": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}, "rl_module.model_config.fcnet_hiddens": {"choice": [[16], [32, 32]]},
+                  "training.clip_param": {"quniform": [0.1, 0.3, 0.1]}},
     "pbt": {"training.lr": {"loguniform": [1.0e-4, 3.0e-3]}, "training.clip_param": {"uniform": [0.1, 0.3]}},
     "pb2": {"training.lr": {"uniform": [1.0e-4, 3.0e-3]}, "training.gamma": {"uniform": [0.95, 0.99]}},
 }

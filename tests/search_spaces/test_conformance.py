@@ -29,10 +29,13 @@ optuna       Y       Y          Y        -           Y       Y        Y         
 hyperopt     Y       Y          Y        Y           Y       Y        Y          Y      -    Y      Y
 bohb         Y       Y          Y        -           Y       Y        Y          Y      -    Y      Y
 bayesopt     Y       Y          -        -           -       -        -          -      -    -      Y
+nevergrad    Y       Y          Y        Y           Y       Y        Y          Y      -    -      Y
+ax           Y       Y          Y        Y           Y       Y        Y          Y      -    -      Y
 """
 
-#: README: which searchers express ``when:`` conditions (hyperopt: one ``choice`` parent per parameter).
-CONDITIONS = {"random": True, "grid": False, "optuna": True, "hyperopt": True, "bohb": True, "bayesopt": False}
+#: README: which searchers express ``when:`` conditions (hyperopt and ax: one ``choice`` parent per parameter).
+CONDITIONS = {"random": True, "grid": False, "optuna": True, "hyperopt": True, "bohb": True, "bayesopt": False,
+              "nevergrad": False, "ax": True}
 
 
 def _parse_table(text: str) -> dict[tuple[str, str], bool]:
@@ -140,7 +143,8 @@ def test_each_searcher_expresses_exactly_the_domains_readme_lists(searcher, kind
         parameters = {p.path: p for p in spec.search_space}
         assert parameters["training.x"].domain.kind == kind
         draws = rlsweep.sample(spec, 6)
-        assert len(draws) == 6
+        # Ax suggests each config once, and the choice alone holds 3.
+        assert len(draws) == (3 if (searcher, kind) == ("ax", "choice") else 6)
         for draw in draws:
             assert set(draw) == set(space)
             for path, value in draw.items():
@@ -154,6 +158,13 @@ def test_each_searcher_expresses_exactly_the_domains_readme_lists(searcher, kind
         assert any(f"{searcher!r}" in p.message and f"{kind!r}" in p.message for p in problems), problems
 
 
+#: README: searchers that need one searched parameter at least (a range, or a choice of two values or more).
+SEARCH_SOMETHING = {"nevergrad", "ax"}
+
+#: README: the narrowest float range a searcher takes (Ax refuses narrower ones as numerically unsafe).
+MIN_WIDTH = {"ax": 1.5e-5}
+
+
 def _expected_refusals(searcher, document) -> set[str]:
     """The spec paths the table says ``searcher`` refuses in a generated ``document``."""
     refused = set()
@@ -161,8 +172,12 @@ def _expected_refusals(searcher, document) -> set[str]:
         kind = next(iter(k for k in value if k != "when"))
         if not SUPPORTED[searcher, kind]:
             refused.add(f"search_space.{path}")
+        elif kind in ("uniform", "loguniform") and value[kind][1] - value[kind][0] < MIN_WIDTH.get(searcher, 0):
+            refused.add(f"search_space.{path}")
         if "when" in value and not CONDITIONS[searcher]:
             refused.add(f"search_space.{path}.when")
+    if searcher in SEARCH_SOMETHING and all(len(v.get("choice", ())) == 1 for v in document.values()):
+        refused.add("search_space")
     return refused
 
 
@@ -198,7 +213,7 @@ def test_points_to_evaluate_come_first_as_given(searcher):
     assert draws[1] != draws[0]
 
 
-@pytest.mark.parametrize("searcher", ["random", "optuna", "hyperopt", "bohb"])
+@pytest.mark.parametrize("searcher", ["random", "optuna", "hyperopt", "bohb", "ax"])
 def test_points_with_choices_of_lists_and_conditions(searcher):
     document = {
         **BASE,
@@ -244,3 +259,17 @@ def test_lossy_opt_in_turns_the_error_into_a_warning_saying_what_changed():
         spec = rlsweep.load_spec(document, preflight=False)
     for draw in rlsweep.sample(spec, 5):
         assert 0.0007 <= draw["training.lr"] <= 0.0013
+
+
+@pytest.mark.parametrize(("searcher", "package"), [("nevergrad", "nevergrad"), ("ax", "ax")])
+def test_a_searcher_whose_package_is_not_installed_is_refused_at_validate_with_the_install_command(monkeypatch, searcher, package):
+    entry = SEARCHERS[searcher]
+    assert entry.packages == (package,)
+    # A machine without the searchers extra: the backend's module is not found.
+    monkeypatch.setattr(type(entry), "packages", (f"{package}_not_installed_here",))
+    document = {**BASE, "search_space": {"training.lr": {"loguniform": [1e-5, 1e-2]}}, "searcher": {"name": searcher}}
+    with pytest.raises(SpecError) as caught:
+        rlsweep.load_spec(document, preflight=False)
+    (problem,) = caught.value.problems
+    assert problem.path == "searcher.name"
+    assert f"{package}_not_installed_here" in problem.message and "pip install 'rlsweep[searchers]'" in problem.message

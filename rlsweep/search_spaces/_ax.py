@@ -1,0 +1,352 @@
+"""Ax: Bayesian optimization (Sobol points, then a BoTorch Gaussian process) through Ax's ``Client`` API,
+behind Tune's searcher protocol. (Ray 2.60's ``AxSearch`` drives the ``AxClient`` that Ax 1.x deprecates
+and breaks on Ax 1.3's objectives; the ``Client`` is what Ax documents now.)
+
+Integers are Ax integer ranges, log domains ranges with ``log_scale``; a quantized domain is searched as
+the integer index k of its multiples (value = k * q, exact; on a log scale for ``qloguniform``); a choice
+is an unordered Ax choice over indices, decoded here, so any value (lists, dicts) comes back as the
+declared object. A condition is an Ax hierarchical space: the child is a dependent parameter of its
+parent's values, so the parent must be one ``choice`` (as for HyperOpt). Ax has no normal prior: it is
+refused (``lossy: true`` searches a normal as uniform over mean ± 3 sd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import math
+import pickle
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field, StrictInt
+
+from ray.tune.search import Searcher
+
+from rlsweep._schema import Section
+from rlsweep.errors import IncompatibleError, Problem
+from rlsweep.search_spaces._base import (
+    CompiledSpace,
+    SearcherEntry,
+    SearcherOptions,
+    SearchRequest,
+    SpaceCompiler,
+    normal_as_uniform,
+)
+from rlsweep.search_spaces._domains import (
+    Choice,
+    Fixed,
+    LogRandInt,
+    LogUniform,
+    QLogUniform,
+    QRandInt,
+    QUniform,
+    RandInt,
+    SearchSpace,
+    Uniform,
+    nearest,
+)
+from rlsweep.search_spaces._optuna import startup_trials
+from rlsweep.search_spaces._searcher import OwnSearcher
+
+log = logging.getLogger(__name__)
+
+
+def _range(d: Any, kind: str, *, log: bool = False) -> dict[str, Any]:
+    return {"bounds": (d.low, d.high), "parameter_type": kind, "scaling": "log" if log else "linear"}
+
+
+def _steps(d: Any, *, log: bool = False) -> dict[str, Any]:
+    bounds = (int(round(d.low / d.q)), int(round(d.high / d.q)))
+    return {"bounds": bounds, "parameter_type": "int", "scaling": "log" if log else "linear"}
+
+
+def _choice(d: Choice) -> dict[str, Any] | None:
+    # A choice of one value is no parameter to Ax (it refuses one): it is decoded as that value.
+    if len(d.values) < 2:
+        return None
+    return {"values": list(range(len(d.values))), "parameter_type": "int", "is_ordered": False}
+
+
+#: kind -> the keyword arguments of Ax's parameter config (a range, or a choice when it has ``values``).
+_HANDLERS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
+    Uniform.kind: lambda d: _range(d, "float"),
+    LogUniform.kind: lambda d: _range(d, "float", log=True),
+    RandInt.kind: lambda d: _range(d, "int"),
+    LogRandInt.kind: lambda d: _range(d, "int", log=True),
+    QUniform.kind: _steps,
+    QRandInt.kind: _steps,
+    QLogUniform.kind: lambda d: _steps(d, log=True),
+    Choice.kind: _choice,
+    Fixed.kind: lambda d: None,
+}
+
+_QUANTIZED = (QUniform, QRandInt, QLogUniform)
+
+#: Ax refuses a float range narrower than this (100 x its EPS of 1.5e-7).
+MIN_WIDTH = 1.5e-5
+
+
+def _index(domain: Choice, value: Any) -> int:
+    return next(i for i, v in enumerate(domain.values) if Choice((v,)).contains(value))
+
+
+@dataclass(frozen=True)
+class AxSpace(CompiledSpace):
+    """``native`` maps each parameter Ax searches to its config's keyword arguments (a choice parent's
+    ``dependent_parameters`` included); the codec maps Ax's values (indices, multiples' indices) to
+    declared ones."""
+
+    def configs(self) -> list[Any]:
+        """Ax's parameter configs."""
+        from ax.api.configs import ChoiceParameterConfig, RangeParameterConfig
+
+        return [
+            (ChoiceParameterConfig if "values" in kwargs else RangeParameterConfig)(name=name, **kwargs)
+            for name, kwargs in self.native.items()
+        ]
+
+    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        for parameter in self.parameters:
+            domain, path = parameter.domain, parameter.path
+            if not parameter.is_active(config):
+                continue
+            if isinstance(domain, Fixed):
+                config[path] = domain.value
+            elif isinstance(domain, Choice):
+                config[path] = domain.values[int(native.get(path, 0))]
+            elif isinstance(domain, _QUANTIZED):
+                config[path] = nearest(domain, int(native[path]) * domain.q)
+            else:
+                config[path] = nearest(domain, native[path])
+        return config
+
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        encoded: dict[str, Any] = {}
+        for parameter in self.parameters:
+            domain, path = parameter.domain, parameter.path
+            if path not in self.native or path not in config:
+                continue
+            value = config[path]
+            if isinstance(domain, Choice):
+                value = _index(domain, value)
+            elif isinstance(domain, _QUANTIZED):
+                value = int(round(value / domain.q))
+            elif isinstance(domain, RandInt):
+                value = int(value)
+            else:
+                value = float(value)
+            encoded[path] = value
+        return encoded
+
+
+class AxCompiler(SpaceCompiler):
+    searcher = "ax"
+    supports_conditions = True
+    handlers = _HANDLERS
+    hints = {
+        "normal": "Ax has no normal prior; use 'uniform' over a range, or searcher 'random' or 'hyperopt'",
+        "grid": "use 'choice', or searcher 'grid'",
+    }
+    fallbacks = {"normal": normal_as_uniform}
+
+    def compile(self, space: SearchSpace, *, lossy: bool = False) -> AxSpace:
+        space = self.check(space, lossy)
+        native = {p.path: kwargs for p in space if (kwargs := _HANDLERS[p.domain.kind](p.domain)) is not None}
+        by_path = {p.path: p for p in space}
+        problems = [
+            Problem(f"search_space.{path}", f"searcher 'ax' refuses a range narrower than {MIN_WIDTH:g} (Ax: likely "
+                    f"numerical errors), got {high - low:g}; rescale the parameter, or use searcher 'optuna'")
+            for path, kwargs in native.items()
+            if kwargs.get("parameter_type") == "float" and (high := kwargs["bounds"][1]) - (low := kwargs["bounds"][0]) < MIN_WIDTH
+        ]
+        for parameter in space:
+            if not parameter.when:
+                continue
+            where = f"search_space.{parameter.path}.when"
+            if len(parameter.when) > 1:
+                problems.append(Problem(where, "searcher 'ax' can condition a parameter on one parent only; use searcher 'optuna' or 'bohb'"))
+                continue
+            (parent, values), = parameter.when.items()
+            domain = by_path[parent].domain
+            if not isinstance(domain, Choice):
+                problems.append(Problem(where, f"searcher 'ax' needs the parent {parent!r} to be a 'choice' domain; use searcher 'optuna' or 'bohb'"))
+                continue
+            if parent not in native or parameter.path not in native:
+                continue  # a one-value parent (the child's activity is fixed) or a fixed child: decoded as declared
+            dependents = native[parent].setdefault("dependent_parameters", {})
+            for value in values:
+                dependents.setdefault(_index(domain, value), []).append(parameter.path)
+        if problems:
+            raise IncompatibleError(problems)
+        if not native:
+            raise IncompatibleError([Problem("search_space", "searcher 'ax' needs at least one searched parameter "
+                                             "(a range, or a choice of two or more values); use searcher 'random'")])
+        return AxSpace(native, tuple(space))
+
+
+class AxOptions(SearcherOptions):
+    startup_trials: Annotated[StrictInt, Field(ge=1)] | None = None
+    """Sobol (quasi-random) trials before the Gaussian process models the results (default: a quarter of
+    budget.trials, 2 to 10)"""
+
+
+#: The name Ax knows the objective by (a metric name such as ``eval/return_mean`` is not a valid Ax
+#: objective expression).
+OBJECTIVE = "objective"
+
+
+class AxTuneSearcher(OwnSearcher):
+    """Tune's searcher protocol over Ax's ``Client``: points to evaluate are attached as Ax trials (so Ax
+    learns from them too), then Ax's own suggestions. A trial that errored or never reported the metric is
+    marked failed in the experiment; a NaN or infinite one abandoned."""
+
+    def __init__(self, space: AxSpace, request: SearchRequest) -> None:
+        super().__init__(request, space.encode)
+        self.space = space
+        self.live: dict[str, int] = {}
+        #: A finite space's size: Ax suggests each config once, and finding none left takes it a minute.
+        self.size = request.space.distinct_configs(10_000)
+        self.suggested = 0
+        with _quiet():
+            from ax.api import Client
+
+            self.client = Client(random_seed=request.seed)
+            self.client.configure_experiment(parameters=space.configs())
+            self.client.configure_optimization(objective=OBJECTIVE if request.mode == "max" else f"-{OBJECTIVE}")
+            self.client.configure_generation_strategy(
+                initialization_budget=startup_trials(request.options, request.trials),
+                initialization_random_seed=request.seed,
+                # Trials run at once: Ax goes on drawing Sobol points while the first ones run, rather than
+                # suggesting nothing until they report.
+                allow_exceeding_initialization_budget=True,
+            )
+
+    def suggest(self, trial_id: str) -> dict | None:
+        with _quiet():
+            if self.queued:
+                native = self.queued.pop(0)
+                index = self.client.attach_trial(native)
+            else:
+                from ax.exceptions.core import SearchSpaceExhausted
+
+                try:
+                    if self.size is not None and self.suggested >= self.size:
+                        raise SearchSpaceExhausted("every config suggested")
+                    drawn = self.client.get_next_trials(max_trials=1)
+                except SearchSpaceExhausted:
+                    log.warning("searcher 'ax' has suggested every config of the search space; no more trials")
+                    return Searcher.FINISHED
+                if not drawn:
+                    return None
+                (index, native), = drawn.items()
+        self.live[trial_id] = index
+        self.suggested += 1
+        return self.space.decode(native)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        index = self.live.pop(trial_id, None)
+        if index is None:
+            return
+        value = (result or {}).get(self.metric)
+        with _quiet():
+            if error or not isinstance(value, (int, float)):
+                self.client.mark_trial_failed(index, failed_reason="errored" if error else f"no {self.metric!r} reported")
+            elif not math.isfinite(value):
+                self.client.mark_trial_abandoned(index)
+            else:
+                self.client.complete_trial(index, raw_data={OBJECTIVE: float(value)})
+
+    # Tune pickles the searcher (tuner.pkl) and saves it for resume: the Ax client goes as Ax's own JSON.
+    def __getstate__(self) -> dict[str, Any]:
+        import os
+        import tempfile
+
+        state = dict(self.__dict__)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "ax.json")
+            self.client.save_to_json_file(path)
+            with open(path) as snapshot:
+                state["client"] = snapshot.read()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        import os
+        import tempfile
+
+        from ax.api import Client
+
+        state = dict(state)
+        with tempfile.TemporaryDirectory() as folder, _quiet():
+            path = os.path.join(folder, "ax.json")
+            with open(path, "w") as snapshot:
+                snapshot.write(state["client"])
+            state["client"] = Client.load_from_json_file(path)
+        self.__dict__.update(state)
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as out:
+            pickle.dump(self.__getstate__(), out)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as source:
+            self.__setstate__(pickle.load(source))
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Ax logs each trial and its configuration at INFO (each of its loggers with its own level and
+    handler); a sweep's output keeps Ax's warnings and errors only."""
+    if "ax" not in sys.modules:
+        logging.disable(logging.INFO)  # "Ax SQL storage initialized ..." when Ax loads
+        try:
+            importlib.import_module("ax")
+        finally:
+            logging.disable(logging.NOTSET)
+    loggers = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict) if name == "ax" or name.startswith("ax.")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.level, logging.WARNING))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+class AxSearcher(SearcherEntry):
+    name = "ax"
+    doc = "Ax's Bayesian optimization (Sobol, then a BoTorch Gaussian process); conditions on one choice parent"
+    model_based = True
+    compiler = AxCompiler()
+    Options: ClassVar[type[Section]] = AxOptions
+
+    packages = ("ax",)
+    install = "pip install 'rlsweep[searchers]'   (or: pip install ax-platform)"
+
+    def check_budget(self, space: SearchSpace, options: Any, budget: Any) -> list[Problem]:
+        """Ax suggests each point once: a finite space smaller than the sweep is refused."""
+        if self.missing():
+            return []  # reported by check
+        try:
+            self.compiler.compile(space, lossy=bool(getattr(options, "lossy", False)))
+        except IncompatibleError:
+            return []  # reported by check
+        size = space.distinct_configs(budget.trials)
+        if size is None or size >= budget.trials:
+            return []
+        return [Problem("budget.trials", f"searcher 'ax' suggests each config once and this search space holds {size}; "
+                        f"lower budget.trials to {size} or less, or use searcher 'optuna' or 'random' (got {budget.trials})")]
+
+    def make(self, request: SearchRequest) -> Any:
+        return AxTuneSearcher(self.compiler.compile(request.space, lossy=request.lossy), request)
+
+
+ENTRIES = (AxSearcher(),)

@@ -145,6 +145,15 @@ class AxSpace(CompiledSpace):
         return encoded
 
 
+def _too_narrow(space: SearchSpace) -> list[Problem]:
+    return [
+        Problem(f"search_space.{p.path}", f"searcher 'ax' refuses a range narrower than {MIN_WIDTH:g} (Ax: likely "
+                f"numerical errors), got {p.domain.high - p.domain.low:g}; rescale the parameter, or use searcher 'optuna'")
+        for p in space
+        if isinstance(p.domain, Uniform) and p.domain.high - p.domain.low < MIN_WIDTH
+    ]
+
+
 class AxCompiler(SpaceCompiler):
     searcher = "ax"
     supports_conditions = True
@@ -156,15 +165,14 @@ class AxCompiler(SpaceCompiler):
     fallbacks = {"normal": normal_as_uniform}
 
     def compile(self, space: SearchSpace, *, lossy: bool = False) -> AxSpace:
-        space = self.check(space, lossy)
+        try:
+            converted = self.check(space, lossy)
+        except IncompatibleError as exc:
+            raise IncompatibleError([*_too_narrow(space), *exc.problems]) from None
+        space = converted
+        problems = _too_narrow(space)
         native = {p.path: kwargs for p in space if (kwargs := _HANDLERS[p.domain.kind](p.domain)) is not None}
         by_path = {p.path: p for p in space}
-        problems = [
-            Problem(f"search_space.{path}", f"searcher 'ax' refuses a range narrower than {MIN_WIDTH:g} (Ax: likely "
-                    f"numerical errors), got {high - low:g}; rescale the parameter, or use searcher 'optuna'")
-            for path, kwargs in native.items()
-            if kwargs.get("parameter_type") == "float" and (high := kwargs["bounds"][1]) - (low := kwargs["bounds"][0]) < MIN_WIDTH
-        ]
         for parameter in space:
             if not parameter.when:
                 continue

@@ -62,6 +62,10 @@ POLICY_MEMORY_PREFIX = "policy_memory_mb/"
 #: The Ray node a row was computed on (a string, never exported as a metric).
 NODE_ID = "node_id"
 
+#: The Ray nodes of the trial's remote processes, comma-separated, one per process (strings, present only
+#: where the trial has remote env runners or learners): ``env_runner_node_ids``, ``learner_node_ids``.
+REMOTE_NODE_IDS = "{role}_node_ids"
+
 #: With ``seeds.per_trial`` > 1, each seed's own values are reported as ``seed/<k>/<name>`` (k = 0, 1, ...
 #: in the order of the trial's recorded seeds) beside the aggregate under the plain name.
 PER_SEED_PREFIX = "seed/"

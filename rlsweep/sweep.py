@@ -261,7 +261,8 @@ def fit_cluster(spec: SweepSpec, address: str | None) -> float:
     import ray
 
     cpus = ensure_ray(spec, address)
-    problems, trial_cpus = resource_problems(spec, cpus, float(ray.cluster_resources().get("GPU", 0)))
+    nodes = [(float(n["Resources"].get("CPU", 0)), float(n["Resources"].get("GPU", 0))) for n in ray.nodes() if n.get("Alive")]
+    problems, trial_cpus = resource_problems(spec, cpus, float(ray.cluster_resources().get("GPU", 0)), nodes)
     if problems:
         raise IncompatibleError(problems)
     return trial_cpus

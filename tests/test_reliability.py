@@ -413,6 +413,73 @@ def test_a_sweep_runs_on_a_two_node_cluster(tmp_path):
     assert {t["node"] for t in trials.values()} == set(report["nodes"])
 
 
+LEARNERS_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from ray.cluster_utils import Cluster
+    import rlsweep
+    from rlsweep.analysis import load
+    from rlsweep.errors import IncompatibleError
+    from rlsweep.sweep import fit_cluster
+    from tests.conftest import small_ppo
+
+    # Two machines of 2 CPUs each; every trial is its own process plus one remote learner (2 CPUs).
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
+    cluster.add_node(num_cpus=2)
+    cluster.wait_for_nodes()
+    report = {"nodes": sorted(n.node_id for n in cluster.list_all_nodes()), "refused": {}}
+    try:
+        def document(**config):
+            doc = small_ppo("learners", sys.argv[1], budget={"env_steps": 1500, "trials": 4})
+            doc["config"] = {**doc["config"], "learners.num_learners": 1, **config}
+            return doc
+
+        # What no node can host, though the cluster's 4 CPUs add up: refused before anything runs.
+        for name, config in {"learner": {"learners.num_cpus_per_learner": 3},
+                             "strict": {"learners.num_learners": 2, "resources.placement_strategy": "STRICT_PACK"}}.items():
+            try:
+                fit_cluster(rlsweep.load_spec(document(**config), preflight=False), cluster.address)
+            except IncompatibleError as exc:
+                report["refused"][name] = {p.path: p.message for p in exc.problems}
+        result = rlsweep.run(rlsweep.load_spec(document()), address=cluster.address, verbose=0)
+        sweep = load(result.path)
+        report["trials"] = {t.trial_id: {"nodes": sorted({r.get("node_id") for r in t.rows}), "state": t.state,
+                                         "env_steps": t.rows[-1]["env_steps"], "rows": t.rows} for t in sweep.trials}
+        print(json.dumps(report, default=str))
+    finally:
+        import ray
+
+        ray.shutdown()
+        cluster.shutdown()
+    """
+)
+
+
+def test_trials_with_a_remote_learner_each_run_across_two_nodes_and_what_no_node_hosts_is_refused(tmp_path):
+    report = _on_a_cluster(tmp_path, LEARNERS_SCRIPT)
+    # A learner asking for more CPUs than any node has, named at its setting, though the cluster has 4.
+    learner = report["refused"]["learner"]["config.learners.num_cpus_per_learner"]
+    assert "each learner of a trial asks for 3 CPU(s) on one node" in learner and "largest node of the Ray cluster has 2 CPU(s)" in learner
+    strict = report["refused"]["strict"]["config.resources.placement_strategy"]
+    assert "STRICT_PACK puts a whole trial on one node: it needs 3 CPU(s)" in strict
+    trials = report["trials"]
+    assert len(trials) == 4 and all(t["state"] == "TERMINATED" and t["env_steps"] >= 1500 for t in trials.values())
+    # Two trials at a time, one per node (each node holds one trial's process and its learner), and the
+    # learners themselves ran on both nodes: one remote learner per trial, four in all.
+    assert {n for t in trials.values() for n in t["nodes"]} == set(report["nodes"])
+    learners = {trial_id: {r["learner_node_ids"] for r in t["rows"]} for trial_id, t in trials.items()}
+    assert all(len(nodes) == 1 and "," not in next(iter(nodes)) for nodes in learners.values()), learners
+    assert {next(iter(nodes)) for nodes in learners.values()} == set(report["nodes"])
+    assert all("env_runner_node_ids" not in r for t in trials.values() for r in t["rows"])
+    # The trial waits for its remote learner's update: that wait is its learning time, and the split
+    # still adds up to each iteration's wall time.
+    for trial in trials.values():
+        for row in trial["rows"]:
+            assert row["learn_time_s"] > 0
+            parts = row["sample_time_s"] + row["learn_time_s"] + row["other_time_s"]
+            assert parts == pytest.approx(row["iteration_time_s"], rel=1e-6, abs=1e-6)
+
+
 @pytest.fixture
 def finished(tmp_path, ray_runtime):
     spec = rlsweep.load_spec(

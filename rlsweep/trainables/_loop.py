@@ -29,7 +29,7 @@ from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._curriculum import apply as apply_curriculum, curriculum_for
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
-from rlsweep.trainables._memory import policy_memory_mb, reset_peak_rss, trial_peak_memory_mb
+from rlsweep.trainables._memory import policy_memory_mb, remote_node_ids, reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, kept_rllib_keys, lifetime_env_steps, rllib_section
 from rlsweep.trainables._remote_spans import trace_remote_workers
 from rlsweep.trainables._timing import PhaseTimer
@@ -167,6 +167,7 @@ class TrialLoop:
         self.last_rule = 0
         self.checked_keys = False
         self.policy_memory: dict[str, float] | None = None
+        self.remote_nodes: dict[str, str] | None = None
 
     @staticmethod
     def _limit_torch_threads() -> None:
@@ -290,6 +291,10 @@ class TrialLoop:
         normalized.update(self._policy_memory())
         normalized["setup_time_s"] = self.setup_time_s
         row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib, node_id=self.node_id)
+        if self.remote_nodes is None:  # placed once: a retry or a resume is another process
+            self.remote_nodes = {metrics.REMOTE_NODE_IDS.format(role=role): ",".join(nodes)
+                                 for role, nodes in remote_node_ids(*(run.algo for run in self.runs)).items() if nodes}
+        row.update(self.remote_nodes)
         if not self.checked_keys:
             self._check_reported_keys(row, available=sections[0])
             self.checked_keys = True

@@ -63,6 +63,27 @@ def peak_rss_mb(*_: Any) -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def _node_id(*_: Any) -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def remote_node_ids(*algos: Any) -> dict[str, list[str]]:
+    """The Ray node of each remote env runner (evaluation runners included) and each remote learner of
+    the trial's algorithms: where a trial's processes landed, beside the ``node_id`` of its own."""
+    found: dict[str, list[str]] = {"env_runner": [], "learner": []}
+    for algo in algos:
+        for name in ("env_runner_group", "eval_env_runner_group"):
+            group = getattr(algo, name, None)
+            if group is not None and group.num_remote_env_runners() > 0:
+                found["env_runner"] += group.foreach_env_runner(_node_id, local_env_runner=False)
+        learners = getattr(algo, "learner_group", None)
+        if learners is not None and not learners.is_local:
+            found["learner"] += [r.get() for r in learners.foreach_learner(_node_id) if r.ok]
+    return found
+
+
 def trial_peak_memory_mb(*algos: Any) -> float:
     """Sum of the peak resident sets of every process the trial runs in (its own, and each algorithm's
     remote env runners and learners: a trial with several seeds holds one algorithm per seed). Summing

@@ -116,7 +116,8 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
             )
     if not problems and spec.ray.address is None:
         # A local runtime will have this many CPUs; a cluster is checked when the sweep joins it.
-        problems += resource_problems(spec, float(spec.ray.num_cpus or os.cpu_count() or 1), local_gpus())[0]
+        cpus, gpus = float(spec.ray.num_cpus or os.cpu_count() or 1), local_gpus()
+        problems += resource_problems(spec, cpus, gpus, [(cpus, gpus)])[0]
     return problems
 
 
@@ -194,6 +195,51 @@ def _cpu_setting(spec: SweepSpec, role: str) -> str:
     return f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
 
 
+#: The setting that sizes each kind of process's bundle, by resource.
+_BUNDLE_SETTING = {
+    ("learner", "CPU"): "learners.num_cpus_per_learner",
+    ("learner", "GPU"): "learners.num_gpus_per_learner",
+    ("env_runner", "CPU"): "env_runners.num_cpus_per_env_runner",
+    ("env_runner", "GPU"): "env_runners.num_gpus_per_env_runner",
+    ("main", "CPU"): "resources.num_cpus_for_main_process",
+    ("main", "GPU"): "learners.num_gpus_per_learner",
+}
+_PROCESS = {"main": "the trial's own process", "env_runner": "each env runner", "learner": "each learner"}
+
+
+def _setting(spec: SweepSpec, path: str) -> str:
+    return f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
+
+
+def _node_problems(spec: SweepSpec, nodes: list[tuple[float, float]]) -> list[Problem]:
+    """A bundle (one process: the trial's, an env runner, a learner) larger than every node, or, under
+    ``STRICT_PACK``, a whole trial larger than every node: Ray would never place it."""
+    most_cpus, most_gpus = max(c for c, _ in nodes), max(g for _, g in nodes)
+    problems: dict[str, Problem] = {}
+    for draw in _sized_draws(spec):
+        bundles, roles, strategy = trial_bundles(spec, draw)
+        for bundle, role in zip(bundles, roles):
+            fits = any(bundle.get("CPU", 0) <= c and bundle.get("GPU", 0) <= g for c, g in nodes)
+            if fits:
+                continue
+            resource = "GPU" if bundle.get("GPU", 0) > most_gpus else "CPU"
+            where = _setting(spec, _BUNDLE_SETTING[role, resource])
+            asked = f"{bundle.get('CPU', 0):g} CPU(s)" + (f" and {bundle['GPU']:g} GPU(s)" if bundle.get("GPU") else "")
+            problems.setdefault(where, Problem(where, (
+                f"{_PROCESS[role]} of a trial asks for {asked} on one node (a process does not span nodes) but the "
+                f"largest node of the Ray cluster has {most_cpus:g} CPU(s) and {most_gpus:g} GPU(s); it would wait "
+                f"PENDING forever. Lower {where.split('.', 1)[1]}, or add a node that large")))
+        if strategy == "STRICT_PACK":
+            cpus, gpus = sum(b.get("CPU", 0) for b in bundles), sum(b.get("GPU", 0) for b in bundles)
+            if not any(cpus <= c and gpus <= g for c, g in nodes):
+                where = _setting(spec, "resources.placement_strategy")
+                problems.setdefault(where, Problem(where, (
+                    f"STRICT_PACK puts a whole trial on one node: it needs {cpus:g} CPU(s) and {gpus:g} GPU(s) there, but the "
+                    f"largest node has {most_cpus:g} CPU(s) and {most_gpus:g} GPU(s); use PACK (RLlib's default: a trial's "
+                    f"processes may spread over nodes), or lower learners.num_learners or env_runners.num_env_runners")))
+    return list(problems.values())
+
+
 def _gpu_problems(spec: SweepSpec, cluster_gpus: float) -> list[Problem]:
     """GPUs a trial asks for (``learners.num_gpus_per_learner``: its learners', or its own process's
     without remote learners) where the cluster has fewer."""
@@ -213,12 +259,18 @@ def _gpu_problems(spec: SweepSpec, cluster_gpus: float) -> list[Problem]:
     return []
 
 
-def resource_problems(spec: SweepSpec, cluster_cpus: float, cluster_gpus: float | None = None) -> tuple[list[Problem], float]:
+def resource_problems(
+    spec: SweepSpec, cluster_cpus: float, cluster_gpus: float | None = None, nodes: list[tuple[float, float]] | None = None
+) -> tuple[list[Problem], float]:
     """Whether the largest trial fits the cluster; returns the problems and the CPUs one trial needs. The
     problem names what asks for the CPUs (the trial's process, its env runners, its learners, with counts)
     and the setting of the largest remote share; with ``cluster_gpus``, also GPUs asked for where there are
-    fewer."""
+    fewer; with ``nodes`` (each node's CPUs and GPUs), a process too large for every node, or a trial that
+    must sit on one node (``STRICT_PACK``) and fits none."""
     gpu_problems = _gpu_problems(spec, cluster_gpus) if cluster_gpus is not None else []
+    if nodes:  # what the cluster as a whole lacks is said once, by the checks above
+        reported = {p.path for p in gpu_problems}
+        gpu_problems += [p for p in _node_problems(spec, nodes) if p.path not in reported]
     needed, demand = 0.0, {}
     for draw in _sized_draws(spec):
         found = _cpu_demand(spec, draw)

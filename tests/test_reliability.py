@@ -470,6 +470,8 @@ def test_trials_with_a_remote_learner_each_run_across_two_nodes_and_what_no_node
     learners = {trial_id: {r["learner_node_ids"] for r in t["rows"]} for trial_id, t in trials.items()}
     assert all(len(nodes) == 1 and "," not in next(iter(nodes)) for nodes in learners.values()), learners
     assert {next(iter(nodes)) for nodes in learners.values()} == set(report["nodes"])
+    # RLlib's PACK placement: each trial's learner on its own process's node.
+    assert all(r["learner_node_ids"] == r["node_id"] for t in trials.values() for r in t["rows"])
     assert all("env_runner_node_ids" not in r for t in trials.values() for r in t["rows"])
     # The trial waits for its remote learner's update: that wait is its learning time, and the split
     # still adds up to each iteration's wall time.

@@ -19,7 +19,7 @@ import math
 import pickle
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
@@ -30,11 +30,12 @@ from ray.tune.search import Searcher
 from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
 from rlsweep.search_spaces._base import (
-    CompiledSpace,
+    IndexedSpace,
     SearcherEntry,
     SearcherOptions,
     SearchRequest,
     SpaceCompiler,
+    choice_index,
     normal_as_uniform,
 )
 from rlsweep.search_spaces._domains import (
@@ -48,7 +49,6 @@ from rlsweep.search_spaces._domains import (
     RandInt,
     SearchSpace,
     Uniform,
-    nearest,
 )
 from rlsweep.search_spaces._optuna import startup_trials
 from rlsweep.search_spaces._searcher import OwnSearcher
@@ -85,21 +85,17 @@ _HANDLERS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
     Fixed.kind: lambda d: None,
 }
 
-_QUANTIZED = (QUniform, QRandInt, QLogUniform)
-
 #: Ax refuses a float range narrower than this (100 x its EPS of 1.5e-7).
 MIN_WIDTH = 1.5e-5
 
 
-def _index(domain: Choice, value: Any) -> int:
-    return next(i for i, v in enumerate(domain.values) if Choice((v,)).contains(value))
-
-
 @dataclass(frozen=True)
-class AxSpace(CompiledSpace):
+class AxSpace(IndexedSpace):
     """``native`` maps each parameter Ax searches to its config's keyword arguments (a choice parent's
-    ``dependent_parameters`` included); the codec maps Ax's values (indices, multiples' indices) to
-    declared ones."""
+    ``dependent_parameters`` included)."""
+
+    def searches(self, path: str) -> bool:
+        return path in self.native
 
     def configs(self) -> list[Any]:
         """Ax's parameter configs."""
@@ -109,40 +105,6 @@ class AxSpace(CompiledSpace):
             (ChoiceParameterConfig if "values" in kwargs else RangeParameterConfig)(name=name, **kwargs)
             for name, kwargs in self.native.items()
         ]
-
-    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
-        config: dict[str, Any] = {}
-        for parameter in self.parameters:
-            domain, path = parameter.domain, parameter.path
-            if not parameter.is_active(config):
-                continue
-            if isinstance(domain, Fixed):
-                config[path] = domain.value
-            elif isinstance(domain, Choice):
-                config[path] = domain.values[int(native.get(path, 0))]
-            elif isinstance(domain, _QUANTIZED):
-                config[path] = nearest(domain, int(native[path]) * domain.q)
-            else:
-                config[path] = nearest(domain, native[path])
-        return config
-
-    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        encoded: dict[str, Any] = {}
-        for parameter in self.parameters:
-            domain, path = parameter.domain, parameter.path
-            if path not in self.native or path not in config:
-                continue
-            value = config[path]
-            if isinstance(domain, Choice):
-                value = _index(domain, value)
-            elif isinstance(domain, _QUANTIZED):
-                value = int(round(value / domain.q))
-            elif isinstance(domain, RandInt):
-                value = int(value)
-            else:
-                value = float(value)
-            encoded[path] = value
-        return encoded
 
 
 def _too_narrow(space: SearchSpace) -> list[Problem]:
@@ -172,24 +134,17 @@ class AxCompiler(SpaceCompiler):
         space = converted
         problems = _too_narrow(space)
         native = {p.path: kwargs for p in space if (kwargs := _HANDLERS[p.domain.kind](p.domain)) is not None}
+        children, refused = self.choice_parents(space)
+        problems += refused
         by_path = {p.path: p for p in space}
-        for parameter in space:
-            if not parameter.when:
-                continue
-            where = f"search_space.{parameter.path}.when"
-            if len(parameter.when) > 1:
-                problems.append(Problem(where, "searcher 'ax' can condition a parameter on one parent only; use searcher 'optuna' or 'bohb'"))
-                continue
-            (parent, values), = parameter.when.items()
+        for parent, kids in children.items():
             domain = by_path[parent].domain
-            if not isinstance(domain, Choice):
-                problems.append(Problem(where, f"searcher 'ax' needs the parent {parent!r} to be a 'choice' domain; use searcher 'optuna' or 'bohb'"))
-                continue
-            if parent not in native or parameter.path not in native:
-                continue  # a one-value parent (the child's activity is fixed) or a fixed child: decoded as declared
-            dependents = native[parent].setdefault("dependent_parameters", {})
-            for value in values:
-                dependents.setdefault(_index(domain, value), []).append(parameter.path)
+            for child in kids:
+                if parent not in native or child.path not in native:
+                    continue  # a one-value parent (the child's activity is fixed) or a fixed child: decoded as declared
+                dependents = native[parent].setdefault("dependent_parameters", {})
+                for value in child.when[parent]:
+                    dependents.setdefault(choice_index(domain, value), []).append(child.path)
         if problems:
             raise IncompatibleError(problems)
         if not native:

@@ -19,14 +19,19 @@ from rlsweep._entry import Entry
 from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
 from rlsweep.search_spaces._domains import (
+    Choice,
     Domain,
     Fixed,
     Grid,
     LogUniform,
     Parameter,
     QLogUniform,
+    QRandInt,
+    QUniform,
+    RandInt,
     SearchSpace,
     Uniform,
+    nearest,
 )
 
 
@@ -69,6 +74,60 @@ class CompiledSpace:
     def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
         """A backend suggestion -> a flat config with the declared Python values."""
         return dict(native)
+
+
+def choice_index(domain: Choice, value: Any) -> int:
+    """The index of ``value`` among a choice's values (lists and dicts compared as declared)."""
+    return next(i for i, v in enumerate(domain.values) if Choice((v,)).contains(value))
+
+
+@dataclass(frozen=True)
+class IndexedSpace(CompiledSpace):
+    """The codec of a backend that searches a choice by the index of its value and a quantized domain by
+    the integer index k of its multiples (value = k * q), and whose numbers may come back as numpy scalars
+    or a hair past a bound. Parameters the backend does not search (fixed values, one-value choices) and
+    inactive conditional ones are decoded as declared."""
+
+    #: The quantized kinds the backend searches as the index of their multiples.
+    quantized: ClassVar[tuple[type, ...]] = (QUniform, QRandInt, QLogUniform)
+
+    def searches(self, path: str) -> bool:
+        """Whether the backend has a parameter for ``path``."""
+        return True
+
+    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        for parameter in self.parameters:
+            domain, path = parameter.domain, parameter.path
+            if not parameter.is_active(config):
+                continue
+            if isinstance(domain, Fixed):
+                config[path] = domain.value
+            elif isinstance(domain, Choice):
+                config[path] = domain.values[int(native.get(path, 0))]
+            elif isinstance(domain, self.quantized):
+                config[path] = nearest(domain, int(native[path]) * domain.q)
+            else:
+                config[path] = nearest(domain, native[path])
+        return config
+
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        encoded: dict[str, Any] = {}
+        for parameter in self.parameters:
+            domain, path = parameter.domain, parameter.path
+            if isinstance(domain, Fixed) or not self.searches(path) or path not in config:
+                continue
+            value = config[path]
+            if isinstance(domain, Choice):
+                value = choice_index(domain, value)
+            elif isinstance(domain, self.quantized):
+                value = int(round(value / domain.q))
+            elif isinstance(domain, RandInt):
+                value = int(value)
+            else:
+                value = float(value)
+            encoded[path] = value
+        return encoded
 
 
 class SpaceCompiler(abc.ABC):
@@ -124,6 +183,29 @@ class SpaceCompiler(abc.ABC):
         if problems:
             raise IncompatibleError(problems)
         return SearchSpace(tuple(parameters))
+
+    def choice_parents(self, space: SearchSpace) -> tuple[dict[str, list[Parameter]], list[Problem]]:
+        """For a backend whose conditions nest under a choice (HyperOpt's nested ``hp.choice``, Ax's
+        hierarchical space): each parent's conditional children, and a problem for every condition on more
+        than one parent or on a parent that is not a ``choice``."""
+        by_path = {p.path: p for p in space}
+        children: dict[str, list[Parameter]] = {}
+        problems = []
+        for parameter in space:
+            if not parameter.when:
+                continue
+            where = f"search_space.{parameter.path}.when"
+            if len(parameter.when) > 1:
+                problems.append(Problem(where, f"{self.role} {self.searcher!r} can condition a parameter on one parent only; "
+                                        "use searcher 'optuna' or 'bohb'"))
+                continue
+            (parent, _), = parameter.when.items()
+            if not isinstance(by_path[parent].domain, Choice):
+                problems.append(Problem(where, f"{self.role} {self.searcher!r} needs the parent {parent!r} to be a 'choice' "
+                                        "domain; use searcher 'optuna' or 'bohb'"))
+                continue
+            children.setdefault(parent, []).append(parameter)
+        return children, problems
 
     def _unsupported(self, parameter: Parameter, domain: Domain) -> Problem:
         hint = self.hints.get(domain.kind, f"use another {self.role} or another domain")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsweep import _compat
-from rlsweep.errors import IncompatibleError, Problem
+from rlsweep.errors import IncompatibleError
 from rlsweep.search_spaces._base import CompiledSpace, SearcherEntry, SearchRequest, SpaceCompiler
 from rlsweep.search_spaces._domains import (
     Choice,
@@ -124,23 +124,7 @@ class HyperOptCompiler(SpaceCompiler):
 
     def compile(self, space: SearchSpace, *, lossy: bool = False) -> HyperOptSpace:
         space = self.check(space, lossy)
-        by_path = {p.path: p for p in space}
-        problems = []
-        children: dict[str, list[Parameter]] = {}
-        for parameter in space:
-            if not parameter.when:
-                continue
-            where = f"search_space.{parameter.path}.when"
-            if len(parameter.when) > 1:
-                problems.append(Problem(where, "searcher 'hyperopt' can condition a parameter on one parent only; use searcher 'optuna' or 'bohb'"))
-                continue
-            (parent, _), = parameter.when.items()
-            if not isinstance(by_path[parent].domain, Choice):
-                problems.append(
-                    Problem(where, f"searcher 'hyperopt' needs the parent {parent!r} to be a 'choice' domain; use searcher 'optuna' or 'bohb'")
-                )
-                continue
-            children.setdefault(parent, []).append(parameter)
+        children, problems = self.choice_parents(space)
         if problems:
             raise IncompatibleError(problems)
 

@@ -22,7 +22,7 @@ from pydantic import StrictStr
 from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
 from rlsweep.search_spaces._base import (
-    CompiledSpace,
+    IndexedSpace,
     SearcherEntry,
     SearcherOptions,
     SearchRequest,
@@ -40,7 +40,6 @@ from rlsweep.search_spaces._domains import (
     RandInt,
     SearchSpace,
     Uniform,
-    nearest,
 )
 from rlsweep.search_spaces._searcher import DecodingSearcher
 
@@ -104,37 +103,14 @@ def _constant(domain: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class NevergradSpace(CompiledSpace):
-    """``native`` is a function building the ``ng.p.Dict`` (seeded per searcher); the codec maps its
-    values (indices, multiples' indices, numpy numbers) to declared ones."""
+class NevergradSpace(IndexedSpace):
+    """``native`` is a function building the ``ng.p.Dict`` (seeded per searcher). A ``qloguniform`` is an
+    ``ng.p.Log`` whose value is rounded to the nearest multiple of q, not an index."""
 
-    def decode(self, native: Mapping[str, Any]) -> dict[str, Any]:
-        config: dict[str, Any] = {}
-        for parameter in self.parameters:
-            domain, path = parameter.domain, parameter.path
-            if isinstance(domain, Fixed):
-                config[path] = domain.value
-            elif isinstance(domain, Choice):
-                config[path] = domain.values[int(native.get(path, 0))]
-            elif isinstance(domain, (QUniform, QRandInt)):
-                config[path] = nearest(domain, int(native[path]) * domain.q)
-            else:
-                config[path] = nearest(domain, native[path])
-        return config
+    quantized: ClassVar[tuple[type, ...]] = (QUniform, QRandInt)
 
-    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        encoded: dict[str, Any] = {}
-        for parameter in self.parameters:
-            domain, path = parameter.domain, parameter.path
-            if _constant(domain) or path not in config:
-                continue
-            value = config[path]
-            if isinstance(domain, Choice):
-                value = next(i for i, v in enumerate(domain.values) if Choice((v,)).contains(value))
-            elif isinstance(domain, (QUniform, QRandInt)):
-                value = int(round(value / domain.q))
-            encoded[path] = value
-        return encoded
+    def searches(self, path: str) -> bool:
+        return not _constant(next(p.domain for p in self.parameters if p.path == path))
 
 
 class NevergradCompiler(SpaceCompiler):

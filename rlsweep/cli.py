@@ -187,6 +187,16 @@ def _best(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _plot(args: argparse.Namespace) -> int:
+    sweep = _load(args.dir)
+    out = Path(args.output) if args.output else sweep.path / "plots" / f"{args.kind}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure = sweep.plot(args.kind)
+    figure.savefig(out, dpi=args.dpi)
+    print(out)
+    return EXIT_OK
+
+
 def _status(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -411,6 +421,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_best)
+
+    p = commands.add_parser("plot", help="a picture of the sweep as a PNG (or SVG, PDF by the file's extension)")
+    p.add_argument("dir")
+    p.add_argument("--kind", default="curves", choices=["curves", "parallel", "importance", "confirmation"],
+                   help="curves: the metric against env steps per trial (default); parallel: parameters against the "
+                        "score; importance: fANOVA importance; confirmation: held-out seeds' intervals")
+    p.add_argument("-o", "--output", help="the file to write (default: DIR/plots/KIND.png)")
+    p.add_argument("--dpi", type=int, default=100)
+    p.set_defaults(handler=_plot)
 
     p = commands.add_parser("evaluate", help="re-run the top checkpoints greedily on fresh seeds: mean and spread")
     p.add_argument("dir")

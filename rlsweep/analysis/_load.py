@@ -105,6 +105,40 @@ class Sweep:
             records.append(record)
         return pd.DataFrame.from_records(records)
 
+    def plot(self, kind: str = "curves") -> Any:
+        """A matplotlib ``Figure``: ``curves`` (the metric against env steps, one line per trial, an x where a
+        trial stopped before the budget), ``parallel`` (parameters against the best score, one line per
+        finished trial), ``importance`` (fANOVA importance per parameter) or ``confirmation`` (the
+        held-out seeds' scores, IQM and 95% interval per configuration). A notebook shows it; save it with
+        ``.savefig(path)``."""
+        from rlsweep.analysis._plots import figure
+
+        return figure(self, kind)
+
+    def _repr_html_(self) -> str:
+        """A compact summary in Jupyter: the sweep, its trials by state, the best so far and the trials'
+        table (the config, the final and best metric, env steps)."""
+        from html import escape
+
+        states: dict[str, int] = {}
+        for trial in self.trials:
+            states[trial.state] = states.get(trial.state, 0) + 1
+        head = (f"<p><b>{escape(self.spec.name)}</b>: {escape(self.spec.algorithm)} on {escape(self.spec.env)}, searcher "
+                f"{escape(self.searcher)}, scheduler {escape(self.scheduler)}; {len(self.trials)} trials "
+                f"({', '.join(f'{n} {escape(s.lower())}' for s, n in sorted(states.items()))})</p>")
+        table = self.table()
+        columns = [c for c in table.columns if c not in ("error", "seeds")]
+        table = table[columns].rename(columns=lambda c: c.removeprefix("config/"))
+        best = ""
+        if self.has_results():
+            try:
+                chosen = self.best()
+                best = (f"<p>best: <b>{escape(chosen.trial_id)}</b>, {escape(chosen.metric)} {chosen.value:.4g} "
+                        f"({escape(chosen.rule)})</p>")
+            except Exception:  # noqa: BLE001 - a summary must render whatever state the sweep is in
+                best = ""
+        return head + best + table.to_html(index=False, max_rows=30, float_format=lambda v: f"{v:.4g}")
+
     def history(self) -> Any:
         """One row per reported iteration of every trial: the normalized metrics, each seed's values
         (``seed/<k>/<name>``, with ``seeds.per_trial`` > 1) and ``hp/...`` values."""

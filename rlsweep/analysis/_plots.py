@@ -1,4 +1,6 @@
-"""Plots of a sweep, saved as PNG files: learning curves, parameters against the score, parameter importance."""
+"""Plots of a sweep: learning curves, parameters against the score, parameter importance, and the
+confirmation's intervals. Each is a matplotlib ``Figure`` built without pyplot (so a notebook shows it and
+its backend is left alone); the PNGs on disk and on the MLflow parent run are the same figures saved."""
 
 from __future__ import annotations
 
@@ -17,20 +19,28 @@ if TYPE_CHECKING:
 PLOTS = ("learning_curves.png", "parallel_coordinates.png", "param_importance.png")
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; no display on a server
-    import matplotlib.pyplot as plt
-
-    return plt
+#: What ``Sweep.plot(kind)`` and ``rlsweep plot --kind`` draw.
+KINDS = ("curves", "parallel", "importance", "confirmation")
 
 
-def learning_curves(sweep: SweepView, path: Path) -> Path:
-    """The metric against env steps for every trial; a trial that stopped before the budget ends in an x."""
-    plt = _pyplot()
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def _save(figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    return path
+
+
+def curves_figure(sweep: SweepView) -> Any:
+    """The metric against env steps for every trial (a line labelled with its id); a trial that stopped
+    before the budget (a scheduler's stop, or an error) ends in an x."""
     metric = sweep.spec.metric.name
-    figure, axes = plt.subplots(figsize=(9, 5))
+    figure = _figure(9, 5)
+    axes = figure.subplots()
     for trial in sweep.trials:
         steps = [env_steps(r) for r in trial.rows]  # the one reader of a row's env steps (0 if unreadable)
         values = trial.values(metric)
@@ -38,7 +48,7 @@ def learning_curves(sweep: SweepView, path: Path) -> Path:
             continue
         (line,) = axes.plot(steps, values, linewidth=1.2, alpha=0.85, label=trial.trial_id)
         if steps[-1] < sweep.spec.budget.env_steps:
-            axes.plot(steps[-1], values[-1], marker="x", markersize=8, color=line.get_color())
+            axes.plot(steps[-1], values[-1], marker="x", markersize=8, color=line.get_color(), label=f"_stopped {trial.trial_id}")
     axes.set_xlabel("env steps")
     axes.set_ylabel(metric)
     axes.set_title(f"{sweep.spec.name}: {metric} per trial (x = stopped before the budget)", fontsize=10)
@@ -46,9 +56,11 @@ def learning_curves(sweep: SweepView, path: Path) -> Path:
     if len(sweep.trials) <= 12:
         axes.legend(fontsize=7, loc="best")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return figure
+
+
+def learning_curves(sweep: SweepView, path: Path) -> Path:
+    return _save(curves_figure(sweep), path)
 
 
 def _param_frame(sweep: SweepView) -> tuple[Any, str]:
@@ -59,6 +71,7 @@ def _param_frame(sweep: SweepView) -> tuple[Any, str]:
     table = sweep.table()
     columns = [c for c in table.columns if c.startswith("config/")]
     frame = table[columns + [score]].copy()
+    frame.index = table["trial_id"].astype(str)
     for column in columns:
         numeric = pd.to_numeric(frame[column], errors="coerce")
         if numeric.notna().sum() == frame[column].notna().sum():
@@ -69,14 +82,16 @@ def _param_frame(sweep: SweepView) -> tuple[Any, str]:
     return frame[frame[score].map(lambda v: isinstance(v, (int, float)) and math.isfinite(v))], score
 
 
-def parallel_coordinates(sweep: SweepView, path: Path) -> Path:
-    """One line per trial across its parameters (each axis scaled to its range), coloured by the score."""
+def parallel_figure(sweep: SweepView) -> Any:
+    """One line per finished trial across its parameters (each axis scaled to its range, a line labelled
+    with the trial's id), coloured by the score (viridis: yellow is the best)."""
+    import matplotlib
     import numpy as np
 
-    plt = _pyplot()
     frame, score = _param_frame(sweep)
     params = [c for c in frame.columns if c != score]
-    figure, axes = plt.subplots(figsize=(max(6, 2.2 * (len(params) + 1)), 5))
+    figure = _figure(max(6, 2.2 * (len(params) + 1)), 5)
+    axes = figure.subplots()
     axis_names = [*params, score]
     scaled = {}
     for x, name in enumerate(axis_names):
@@ -93,20 +108,22 @@ def parallel_coordinates(sweep: SweepView, path: Path) -> Path:
             levels = sorted(column.dropna().unique().tolist())
             scaled[name] = column.map(lambda v: (levels.index(v) + 0.5) / len(levels) if v in levels else np.nan)
     if len(frame):
-        colours = plt.get_cmap("viridis")
+        colours = matplotlib.colormaps["viridis"]
         s = scaled[score]
         for i in range(len(frame)):
             ys = [scaled[name].iloc[i] for name in axis_names]
-            axes.plot(range(len(axis_names)), ys, color=colours(float(s.iloc[i])), alpha=0.8)
+            axes.plot(range(len(axis_names)), ys, color=colours(float(s.iloc[i])), alpha=0.8, label=str(frame.index[i]))
     axes.set_xticks(range(len(axis_names)))
     axes.set_xticklabels(axis_names, rotation=15, fontsize=8)
     axes.set_yticks([])
     axes.set_title(f"parameters against {score} (yellow = best)", fontsize=10)
     axes.set_ylim(-0.08, 1.08)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return figure
+
+
+def parallel_coordinates(sweep: SweepView, path: Path) -> Path:
+    return _save(parallel_figure(sweep), path)
 
 
 def _log_params(sweep: SweepView) -> set[str]:
@@ -140,10 +157,11 @@ def param_importance(sweep: SweepView) -> dict[str, float]:
     return dict(optuna.importance.get_param_importances(study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)))
 
 
-def importance_plot(sweep: SweepView, path: Path) -> Path:
-    plt = _pyplot()
+def importance_figure(sweep: SweepView) -> Any:
+    """One bar per searched parameter that varied: its fANOVA importance for the score."""
     importances = param_importance(sweep)
-    figure, axes = plt.subplots(figsize=(7, 0.5 * max(3, len(importances)) + 1.2))
+    figure = _figure(7, 0.5 * max(3, len(importances)) + 1.2)
+    axes = figure.subplots()
     if importances:
         names = list(importances)[::-1]
         axes.barh(names, [importances[n] for n in names])
@@ -153,9 +171,11 @@ def importance_plot(sweep: SweepView, path: Path) -> Path:
         axes.set_axis_off()
     axes.set_title(f"parameter importance for {sweep.spec.metric.name}_best")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return figure
+
+
+def importance_plot(sweep: SweepView, path: Path) -> Path:
+    return _save(importance_figure(sweep), path)
 
 
 def save_plots(sweep: SweepView, directory: Path) -> list[Path]:
@@ -168,11 +188,11 @@ def save_plots(sweep: SweepView, directory: Path) -> list[Path]:
     ]
 
 
-def confirmation_plot(result: Mapping[str, Any], path: Path) -> Path:
+def confirmation_figure(result: Mapping[str, Any]) -> Any:
     """Each confirmed configuration's test-seed scores (dots), their IQM (a bar) and its 95% interval."""
-    plt = _pyplot()
     rows = result["configurations"]
-    figure, axes = plt.subplots(figsize=(max(5, 1.6 * len(rows) + 2), 4.5))
+    figure = _figure(max(5, 1.6 * len(rows) + 2), 4.5)
+    axes = figure.subplots()
     for x, row in enumerate(rows):
         values = list(row["per_seed"].values())
         axes.scatter([x] * len(values), values, s=18, alpha=0.6, color="tab:blue", zorder=3)
@@ -189,6 +209,27 @@ def confirmation_plot(result: Mapping[str, Any], path: Path) -> Path:
     )
     axes.grid(alpha=0.3, axis="y")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return figure
+
+
+def confirmation_plot(result: Mapping[str, Any], path: Path) -> Path:
+    return _save(confirmation_figure(result), path)
+
+
+def figure(sweep: SweepView, kind: str) -> Any:
+    """The ``kind`` of plot (:data:`KINDS`) of ``sweep``, as a matplotlib ``Figure``.
+
+    Raises:
+        UsageError: an unknown kind, or ``confirmation`` for a sweep not confirmed yet.
+    """
+    from rlsweep.errors import UsageError
+
+    if kind == "confirmation":
+        result = sweep.confirmation()
+        if result is None:
+            raise UsageError(f"{sweep.path} has no confirmation yet; run: rlsweep confirm {sweep.path}", "--kind")
+        return confirmation_figure(result)
+    draw = {"curves": curves_figure, "parallel": parallel_figure, "importance": importance_figure}.get(kind)
+    if draw is None:
+        raise UsageError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}", "--kind")
+    return draw(sweep)

@@ -91,6 +91,23 @@ class Best:
     checkpoint_env_steps: int | None = None
     trial_path: Path | None = None
 
+    def _repr_html_(self) -> str:
+        """A compact table in Jupyter: the trial, its value under the rule, the checkpoint and the config."""
+        from html import escape
+
+        rows = [
+            ("trial", self.trial_id),
+            (f"{self.metric} ({self.rule}, {self.mode})", f"{self.value:.4g}"),
+            ("env steps", f"{self.env_steps:,}"),
+            ("checkpoint", f"{self.checkpoint} ({self.checkpoint_value:.4g} at {self.checkpoint_env_steps:,} env steps)"
+             if self.checkpoint is not None and self.checkpoint_value is not None and self.checkpoint_env_steps is not None
+             else str(self.checkpoint)),
+            *((f"config {k}", repr(v)) for k, v in self.config.items()),
+        ]
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(str(v))}</td></tr>"
+                       for k, v in rows)
+        return f"<table><caption>best trial</caption>{body}</table>"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "trial_id": self.trial_id,

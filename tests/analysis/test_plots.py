@@ -112,3 +112,96 @@ def test_a_sweep_whose_trials_all_scored_the_same_still_gets_its_plots(tmp_path)
     assert param_importance(sweep) == {}
     saved = save_plots(sweep, tmp_path / "plots")
     assert all(p.stat().st_size > 0 for p in saved)
+
+
+# --- the figures themselves, by content ------------------------------------------------------------
+
+
+def _labelled_lines(axes):
+    return {line.get_label(): line for line in axes.get_lines()}
+
+
+def test_learning_curves_have_a_line_per_trial_against_env_steps_and_mark_the_trial_stopped_early(experiment):
+    figure = load(experiment).plot("curves")
+    (axes,) = figure.axes
+    lines = _labelled_lines(axes)
+    assert set(TRIALS) <= set(lines)
+    for trial_id, (_, _, returns) in TRIALS.items():
+        assert list(lines[trial_id].get_ydata()) == returns
+        assert list(lines[trial_id].get_xdata()) == [1000 * (i + 1) for i in range(len(returns))]
+    # Only eeee stopped before the budget (at 2000 env steps): one x, where its line ends, in its colour.
+    stops = [line for label, line in lines.items() if label.startswith("_stopped")]
+    assert [s.get_label() for s in stops] == ["_stopped eeee"]
+    assert stops[0].get_marker() == "x" and list(stops[0].get_xdata()) == [2000] and list(stops[0].get_ydata()) == [-5]
+    assert stops[0].get_color() == lines["eeee"].get_color()
+    assert axes.get_xlabel() == "env steps" and axes.get_ylabel() == "return_mean"
+
+
+def test_parallel_coordinates_have_a_line_per_trial_coloured_by_its_best_score(experiment):
+    import matplotlib
+
+    figure = load(experiment).plot("parallel")
+    (axes,) = figure.axes
+    lines = _labelled_lines(axes)
+    assert set(lines) == set(TRIALS)
+    viridis = matplotlib.colormaps["viridis"]
+    # dddd scored best (400), eeee worst (0): the top and the bottom of the colour map.
+    assert tuple(lines["dddd"].get_color()) == viridis(1.0) and tuple(lines["eeee"].get_color()) == viridis(0.0)
+    # Axes: lr, the hidden layers, then the score; each line ends at its scaled score.
+    assert [t.get_text() for t in axes.get_xticklabels()][-1] == "return_mean_best"
+    assert lines["dddd"].get_ydata()[-1] == 1.0 and lines["eeee"].get_ydata()[-1] == 0.0
+
+
+def test_importance_has_a_bar_per_parameter_that_varied(experiment):
+    figure = load(experiment).plot("importance")
+    (axes,) = figure.axes
+    names = [t.get_text() for t in axes.get_yticklabels()]
+    assert sorted(names) == ["rl_module.model_config.fcnet_hiddens", "training.lr"]
+    widths = [bar.get_width() for bar in axes.patches]
+    assert len(widths) == 2 and sum(widths) == pytest.approx(1.0)
+
+
+def test_the_confirmation_figure_shows_each_seed_and_the_interval():
+    from rlsweep.analysis._plots import confirmation_figure
+
+    result = {
+        "metric": "return_mean", "test_seeds": [1, 2, 3], "winner": "a",
+        "configurations": [
+            {"trial_id": "a", "per_seed": {"1": 10.0, "2": 12.0, "3": 11.0}, "iqm": 11.0, "ci_low": 10.0, "ci_high": 12.0, "tie_with_winner": False},
+            {"trial_id": "b", "per_seed": {"1": 5.0, "2": 9.0, "3": 7.0}, "iqm": 7.0, "ci_low": 5.0, "ci_high": 9.0, "tie_with_winner": False},
+        ],
+    }
+    (axes,) = confirmation_figure(result).axes
+    dots = [c for c in axes.collections if c.get_offsets().shape[1] == 2 and len(c.get_offsets()) == 3]
+    assert len(dots) == 2
+    assert sorted(float(y) for y in dots[0].get_offsets()[:, 1]) == [10.0, 11.0, 12.0]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["a", "b"]
+
+
+def test_an_unknown_kind_and_an_unconfirmed_sweep_are_refused_saying_what_to_do(experiment):
+    from rlsweep.errors import UsageError
+
+    with pytest.raises(UsageError, match="expected one of curves, parallel, importance, confirmation"):
+        load(experiment).plot("pie")
+    with pytest.raises(UsageError, match="rlsweep confirm"):
+        load(experiment).plot("confirmation")
+
+
+def test_rlsweep_plot_writes_the_figure_to_the_file_named(experiment, tmp_path):
+    from rlsweep.cli import main
+
+    out = tmp_path / "curves.png"
+    assert main(["plot", str(experiment), "--kind", "curves", "-o", str(out)]) == 0
+    rgb = _pixels(out)
+    _not_blank(rgb)
+    assert len(_hue_clusters(rgb)) == len(TRIALS)
+
+
+def test_sweep_and_best_render_as_html_tables_in_a_notebook(experiment):
+    sweep = load(experiment)
+    page = sweep._repr_html_()
+    assert page.count("<table") == 1 and all(trial_id in page for trial_id in TRIALS)
+    assert "5 trials" in page and "best: <b>" in page
+    best = sweep.best()
+    card = best._repr_html_()
+    assert best.trial_id in card and "training.lr" in card and "<table>" in card

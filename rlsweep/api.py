@@ -80,6 +80,7 @@ def run(
     address: str | None = None,
     verbose: int = 1,
     stopper: Any = None,
+    progress: str | None = None,
 ) -> SweepResult:
     """Run a validated sweep to the end, pick the best trial, and export it to MLflow if the spec says so.
 
@@ -87,7 +88,10 @@ def run(
         spec: From :func:`rlsweep.load_spec`.
         storage: Overrides ``spec.storage``.
         address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
-        verbose: 0 prints nothing; 1 prints a line per trial result and per finished trial.
+        verbose: 0 prints nothing; 1 shows the sweep's progress (a live view on a terminal, plain lines at a
+            bounded rate elsewhere).
+        progress: ``bar`` | ``lines`` | ``none`` (only failed trials): the progress view, whatever the
+            terminal (:mod:`rlsweep.progress`).
         stopper: An extra ``ray.tune.Stopper`` beside the spec's ``stop`` thresholds, e.g. one that ends
             the whole sweep once a condition holds (``benchmarks/time_to_solve.py``).
 
@@ -96,7 +100,7 @@ def run(
     """
     path, errored = sweep.run(
         spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
-        trace=trace_target,
+        trace=trace_target, progress_mode=progress,
     )
     return _finish(spec, path, errored)
 

@@ -117,7 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     from rlsweep.api import run
 
     spec = load_spec(args.spec, args.set)
-    result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1)
+    mode = "none" if args.quiet else args.progress
+    result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1, progress=mode)
     return _report(result, spec.mlflow)
 
 
@@ -383,7 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec")
     p.add_argument("--storage")
     p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
-    p.add_argument("--quiet", action="store_true", help="no per-result progress lines")
+    p.add_argument("--quiet", action="store_true", help="no progress: only failed trials and the result")
+    p.add_argument("--progress", choices=["bar", "lines", "none"],
+                   help="bar: a live view (default on a terminal); lines: a summary line at most every 10 s and a "
+                        "line per ended trial (default otherwise); none: only failed trials")
     with_set(p)
     p.set_defaults(handler=_run)
 

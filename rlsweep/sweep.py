@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from rlsweep import _compat, store, tracing
+from rlsweep import _compat, progress, store, tracing
 from rlsweep._dotted import flatten
 from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError, UsageError
 from rlsweep.seeds import seed_base
@@ -53,29 +53,12 @@ def _say(line: str) -> None:
     print(line, file=sys.stdout, flush=True)
 
 
-def _progress_callback(spec: SweepSpec) -> Any:
-    """One short line per trial result and per trial end, in rlsweep's metric names (Tune's own tables
-    would print every RLlib key of every result)."""
-    from ray.tune import Callback
-
-    class Progress(Callback):
-        def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-            value = result.get(spec.metric.name)
-            shown = f"{value:.4g}" if isinstance(value, (int, float)) else value
-            _say(
-                f"[{trial.trial_id}] env_steps {result.get('env_steps', 0):>8}/{spec.budget.env_steps}  "
-                f"{spec.metric.name} {shown}  iteration {result.get('iteration_time_s', 0):.2f}s "
-                f"(sample {result.get('sample_time_s', 0):.2f}, learn {result.get('learn_time_s', 0):.2f}, "
-                f"other {result.get('other_time_s', 0):.2f})"
-            )
-
-        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-            _say(f"[{trial.trial_id}] finished: {trial.config}")
-
-        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-            _say(f"[{trial.trial_id}] FAILED, see {trial.path}/{store.ERROR_FILE}")
-
-    return Progress()
+def _progress_callbacks(spec: SweepSpec, verbose: int, mode: str | None, trials: int | None = None) -> list[Any]:
+    """The sweep's progress view (:mod:`rlsweep.progress`): ``mode``, or with ``verbose`` the terminal's
+    default (a live view on a terminal, plain lines elsewhere); none with ``verbose`` 0 and no mode."""
+    if mode is None and not verbose:
+        return []
+    return [progress.tune_callback(spec, mode or progress.default_mode(), trials=trials)]
 
 
 def _iteration_line(spec: SweepSpec) -> str:
@@ -89,6 +72,24 @@ def _iteration_line(spec: SweepSpec) -> str:
     )
 
 
+class _DropMessage(logging.Filter):
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.start)
+
+
+def _quiet_token_notice() -> None:
+    """Ray 2.60 warns on every local start that it enabled token authentication for the local runtime
+    (a default the user cannot act on here: rlsweep's runtime listens on this machine only). Only that
+    notice is dropped; Ray's other warnings, and its token errors, still print."""
+    notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    if not any(isinstance(f, _DropMessage) for f in notice.filters):
+        notice.addFilter(_DropMessage("Token authentication is enabled for this Ray cluster"))
+
+
 def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
     """Join ``address`` (or the spec's), or start a local runtime; returns the cluster's CPUs."""
     import ray
@@ -99,6 +100,7 @@ def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if not ray.is_initialized():
         os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+        _quiet_token_notice()
         # Workers' logs stay in Ray's session folder; trial errors reach the user through Tune's error files.
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
         if address:
@@ -167,7 +169,10 @@ def _tune_environment(own_loggers: bool = True) -> Iterator[None]:
       result and, if RLlib does not report one, ends without a result so the sweep stops with the spec's
       error; Tune's own check would crash the driver on that trial's empty final result.
     """
-    settings = {"TUNE_DISABLE_STRICT_METRIC_CHECKING": "1"}
+    # Tune's console output (its experiment box, TensorBoard hint and "View detailed results here")
+    # comes from its new output engine even at verbose=0; the classic reporter at verbose=0 prints nothing.
+    # rlsweep shows its own progress (rlsweep.progress).
+    settings = {"TUNE_DISABLE_STRICT_METRIC_CHECKING": "1", "RAY_AIR_NEW_OUTPUT": "0"}
     if own_loggers:
         settings["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     before = {name: os.environ.get(name) for name in settings}
@@ -343,6 +348,7 @@ def run(
     stopper: Any = None,
     callbacks: CallbackFactory | None = None,
     trace: TraceResolver | None = None,
+    progress_mode: str | None = None,
 ) -> tuple[Path, int]:
     """Run a validated sweep to the end; returns its experiment directory and how many trials errored.
     The arguments are :func:`rlsweep.api.run`'s, plus ``callbacks``, which makes extra Tune callbacks once
@@ -355,12 +361,13 @@ def run(
     """
     target = (trace or _otlp_target)(spec)
     with tracing.driving(_sweep_tracer(spec, target)) as tracer:
-        return _run(spec, storage, address, verbose, stopper, callbacks, target, tracer)
+        return _run(spec, storage, address, verbose, stopper, callbacks, target, tracer, progress_mode)
 
 
 def _run(
     spec: SweepSpec, storage: str | None, address: str | None, verbose: int, stopper: Any,
     callbacks: CallbackFactory | None, trace: tracing.TraceTarget | None, tracer: tracing.SweepTracer | tracing.Off,
+    progress_mode: str | None = None,
 ) -> tuple[Path, int]:
     from ray import tune
 
@@ -391,7 +398,7 @@ def _run(
     )
     guard = spec_problem_guard_class()()
     tune_callbacks = [*_logger_callbacks(spec), guard, TrialSpans(spec.algorithm, spec.env)]
-    tune_callbacks += [_progress_callback(spec)] if verbose else []
+    tune_callbacks += _progress_callbacks(spec, verbose, progress_mode)
     if callbacks is not None:
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
@@ -631,6 +638,6 @@ def _new_confirmation(
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
             verbose=0,
-            callbacks=_logger_callbacks(spec) + ([_progress_callback(spec)] if verbose else []),
+            callbacks=_logger_callbacks(spec) + _progress_callbacks(spec, verbose, None, len(plan["candidates"]) * len(plan["test_seeds"])),
         ),
     )

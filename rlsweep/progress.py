@@ -1,0 +1,243 @@
+"""What a sweep shows while it runs: the env steps done out of the planned total with an ETA, the trials
+running, finished, stopped and errored, the best so far (value, trial, config), and a line per running
+trial (its env steps, metric and env steps per second).
+
+Three modes: ``bar``, a live view on a terminal (rich); ``lines``, plain lines at a bounded rate for a
+log file, CI or ``nohup`` (a summary at most every ``interval_s`` seconds, plus one line when a trial
+ends); ``none``. In every mode a failed trial prints where its error is.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rlsweep.metrics import ENV_STEPS
+
+MODES = ("bar", "lines", "none")
+
+#: ``lines`` mode: at most one summary line per this many seconds.
+LINES_INTERVAL_S = 10.0
+
+
+def default_mode(stream: TextIO | None = None) -> str:
+    """``bar`` on a terminal, else ``lines``."""
+    stream = stream or sys.stdout
+    return "bar" if getattr(stream, "isatty", lambda: False)() else "lines"
+
+
+@dataclass
+class TrialState:
+    env_steps: int = 0
+    value: float | None = None
+    steps_per_s: float = 0.0
+    state: str = "running"  # running | finished | stopped | errored
+
+
+@dataclass
+class SweepState:
+    """The sweep as its results come in (pure: no terminal, no Ray)."""
+
+    metric: str
+    mode: str
+    budget: int
+    trials: int
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(default=0.0)
+    by_trial: dict[str, TrialState] = field(default_factory=dict)
+    configs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    best: tuple[float, str] | None = None
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def result(self, trial_id: str, result: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> None:
+        trial = self.by_trial.setdefault(trial_id, TrialState())
+        trial.env_steps = int(result.get(ENV_STEPS, trial.env_steps) or 0)
+        rate = result.get("env_steps_per_s")
+        trial.steps_per_s = float(rate) if isinstance(rate, (int, float)) else trial.steps_per_s
+        value = result.get(self.metric)
+        if isinstance(value, (int, float)) and value == value:
+            trial.value = float(value)
+            if self.best is None or (value > self.best[0] if self.mode == "max" else value < self.best[0]):
+                self.best = (float(value), trial_id)
+        if config is not None:
+            self.configs[trial_id] = config
+
+    def ended(self, trial_id: str, *, error: bool = False) -> None:
+        trial = self.by_trial.setdefault(trial_id, TrialState())
+        trial.state = "errored" if error else "finished" if trial.env_steps >= self.budget else "stopped"
+
+    @property
+    def planned(self) -> int:
+        """The env steps the sweep will have run: the budget of every trial, less what the trials that
+        ended early (stopped by the scheduler, or failed) will never run."""
+        short = sum(self.budget - t.env_steps for t in self.by_trial.values() if t.state != "running" and t.env_steps < self.budget)
+        return self.trials * self.budget - short
+
+    @property
+    def done(self) -> int:
+        return sum(min(t.env_steps, self.budget) for t in self.by_trial.values())
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far (None before any env step)."""
+        elapsed = self.clock() - self.started
+        if self.done <= 0 or elapsed <= 0:
+            return None
+        return max(0.0, (self.planned - self.done) / (self.done / elapsed))
+
+    def counts(self) -> dict[str, int]:
+        found = {"running": 0, "finished": 0, "stopped": 0, "errored": 0}
+        for trial in self.by_trial.values():
+            found[trial.state] += 1
+        return found
+
+    def summary(self) -> str:
+        """One line: env steps done / planned, %, ETA, trial counts, the best so far."""
+        done, planned = self.done, max(self.planned, 1)
+        eta = self.eta_s()
+        counts = ", ".join(f"{n} {state}" for state, n in self.counts().items())
+        line = (f"env steps {done:,} / {planned:,} ({100 * done / planned:.0f}%), ETA {_duration(eta)}; "
+                f"trials {counts} of {self.trials}")
+        return line + "; " + self.best_text()
+
+    def best_text(self) -> str:
+        if self.best is None:
+            return f"best {self.metric}: none yet"
+        value, trial_id = self.best
+        config = ", ".join(f"{k}={_short(v)}" for k, v in (self.configs.get(trial_id) or {}).items())
+        return f"best {self.metric} {value:.4g} (trial {trial_id}{': ' + config if config else ''})"
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "--"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Display:
+    """Shows a :class:`SweepState` in one of :data:`MODES`."""
+
+    def __init__(self, state: SweepState, mode: str, stream: TextIO | None = None, interval_s: float = LINES_INTERVAL_S) -> None:
+        self.state, self.mode, self.stream = state, mode, stream or sys.stdout
+        self.interval_s = interval_s
+        self.last_line = -float("inf")
+        self.lock = threading.Lock()
+        self.live: Any = None
+        if mode == "bar":
+            from rich.console import Console
+            from rich.live import Live
+
+            self.console = Console(file=self.stream)
+            self.live = Live(self._view(), console=self.console, refresh_per_second=4, transient=False,
+                             get_renderable=self._view)
+            self.live.start()
+
+    def say(self, line: str) -> None:
+        """An event line (a trial ended, failed): above the live view, or a plain line."""
+        if self.mode == "none" and "FAILED" not in line:
+            return
+        with self.lock:
+            if self.live is not None:
+                self.live.console.print(line, markup=False, highlight=False)
+            else:
+                print(line, file=self.stream, flush=True)
+
+    def update(self) -> None:
+        if self.mode != "lines":
+            return  # the live view redraws itself
+        now = self.state.clock()
+        if now - self.last_line >= self.interval_s:
+            self.last_line = now
+            self.say(self.state.summary())
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        elif self.mode == "lines":
+            self.say(self.state.summary())
+
+    def _view(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        state = self.state
+        done, planned = state.done, max(state.planned, 1)
+        header = Table.grid(padding=(0, 1))
+        header.add_row(Text("env steps"), ProgressBar(total=planned, completed=done, width=40),
+                       Text(f"{done:,} / {planned:,}  {100 * done / planned:.0f}%  ETA {_duration(state.eta_s())}"))
+        counts = state.counts()
+        lines = [
+            header,
+            Text(f"trials: {counts['running']} running, {counts['finished']} finished, {counts['stopped']} stopped, "
+                 f"{counts['errored']} errored, of {state.trials}"),
+            Text(state.best_text()),
+        ]
+        running = [(tid, t) for tid, t in state.by_trial.items() if t.state == "running"]
+        if running:
+            table = Table(box=None, padding=(0, 2), show_edge=False)
+            for column in ("trial", "env steps", state.metric, "env steps/s"):
+                table.add_column(column, justify="left" if column == "trial" else "right")
+            for trial_id, trial in running:
+                table.add_row(trial_id, f"{trial.env_steps:,} / {state.budget:,}",
+                              "--" if trial.value is None else f"{trial.value:.4g}", f"{trial.steps_per_s:,.0f}")
+            lines.append(table)
+        return Group(*lines)
+
+
+def tune_callback(spec: Any, mode: str, stream: TextIO | None = None, trials: int | None = None) -> Any:
+    """A Tune callback that shows the sweep's progress in ``mode`` (``trials``: how many the sweep runs,
+    default ``budget.trials``)."""
+    from ray.tune import Callback
+
+    from rlsweep import store
+
+    class Progress(Callback):
+        def __init__(self) -> None:
+            self.state = SweepState(spec.metric.name, spec.metric.mode, spec.budget.env_steps, trials or spec.budget.trials)
+            self.display: Display | None = None
+
+        def setup(self, **info: Any) -> None:
+            self.state.started = self.state.clock()
+            self.display = Display(self.state, mode, stream)
+
+        def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+            self.state.result(trial.trial_id, result, _searched(spec, trial.config))
+            if self.display is not None:
+                self.display.update()
+
+        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            self.state.ended(trial.trial_id)
+            ended = self.state.by_trial[trial.trial_id]
+            value = "--" if ended.value is None else f"{ended.value:.4g}"
+            if self.display is not None:
+                self.display.say(f"[{trial.trial_id}] {ended.state} at {ended.env_steps:,} env steps: {spec.metric.name} {value}")
+
+        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            self.state.ended(trial.trial_id, error=True)
+            if self.display is not None:
+                self.display.say(f"[{trial.trial_id}] FAILED, see {trial.path}/{store.ERROR_FILE}")
+
+        def on_experiment_end(self, trials: list, **info: Any) -> None:
+            if self.display is not None:
+                self.display.close()
+                self.display = None
+
+    return Progress()
+
+
+def _searched(spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    paths = spec.search_space.paths
+    return {k: v for k, v in config.items() if k in paths}

@@ -1,0 +1,117 @@
+"""What a sweep shows while it runs: its totals, the best so far and each running trial, live on a
+terminal (checked under a pseudo-terminal), plain lines at a bounded rate elsewhere, and none of Ray's and
+Tune's boxes and hints."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from rlsweep.progress import Display, SweepState
+from tests.conftest import REPO, small_ppo
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_state_counts_env_steps_against_what_the_sweep_will_run_and_keeps_the_best():
+    clock = Clock()
+    state = SweepState("return_mean", "max", budget=1000, trials=3, clock=clock)
+    clock.now += 10
+    state.result("a", {"env_steps": 500, "return_mean": 20.0, "env_steps_per_s": 50.0}, {"training.lr": 0.001})
+    state.result("b", {"env_steps": 250, "return_mean": 30.0}, {"training.lr": 0.003})
+    assert (state.done, state.planned) == (750, 3000)
+    # 750 env steps in 10 s: 2,250 left take 30 s.
+    assert state.eta_s() == pytest.approx(30.0)
+    assert state.best == (30.0, "b") and "trial b: training.lr=0.003" in state.best_text()
+    # b is stopped by the scheduler at 250: the sweep will never run its other 750 env steps.
+    state.ended("b")
+    assert state.planned == 2250 and state.counts() == {"running": 1, "finished": 0, "stopped": 1, "errored": 0}
+    state.result("a", {"env_steps": 1000, "return_mean": 10.0})
+    state.ended("a")
+    state.ended("c", error=True)
+    assert state.counts() == {"running": 0, "finished": 1, "stopped": 1, "errored": 1}
+    assert state.best == (30.0, "b")  # a lower later value does not replace the best
+    summary = state.summary()
+    assert "env steps 1,250 / 1,250 (100%)" in summary and "1 finished, 1 stopped, 1 errored of 3" in summary
+
+
+def test_plain_lines_come_at_most_once_per_interval_and_once_more_at_the_end():
+    clock = Clock()
+    state = SweepState("return_mean", "max", budget=1000, trials=2, clock=clock)
+    out = io.StringIO()
+    display = Display(state, "lines", out, interval_s=10.0)
+    for step in range(1, 101):  # 100 results over 50 s
+        clock.now += 0.5
+        state.result("a", {"env_steps": 10 * step, "return_mean": float(step)})
+        display.update()
+    display.close()
+    lines = out.getvalue().splitlines()
+    assert 5 <= len(lines) <= 7, lines
+    assert lines[-1].startswith("env steps 1,000 / 2,000 (50%)") and "best return_mean 100" in lines[-1]
+
+
+def _spec_file(tmp_path, trials=2, env_steps=1500):
+    document = small_ppo("progress", tmp_path / "results", budget={"env_steps": env_steps, "trials": trials})
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+NOISE = ("Configuration for experiment", "View detailed results here", "tensorboard --logdir",
+         "Token authentication is enabled", "All-NaN slice encountered", "Trial status:")
+
+
+@pytest.mark.slow
+def test_a_sweep_on_a_terminal_shows_its_total_the_best_so_far_and_each_running_trial(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    child = pexpect.spawn(
+        sys.executable, ["-m", "rlsweep.cli", "run", str(_spec_file(tmp_path)), "--set", "ray.num_cpus=2"],
+        cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "TERM": "xterm-256color"},
+        encoding="utf-8", timeout=600, dimensions=(50, 160),
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
+    assert child.exitstatus == 0, screen[-3000:]
+    # The live view: the sweep's total (2 trials x 1,500 env steps), trial counts, the best so far, and a
+    # row per running trial with its env steps out of the budget.
+    assert re.search(r"env steps .*/ 3,000", screen), screen[-3000:]
+    assert re.search(r"trials: \d running, \d finished, \d stopped, \d errored, of 2", screen)
+    assert re.search(r"best return_mean -?[\d.]+ \(trial \w+: training\.lr=", screen)
+    assert re.search(r"\w{8,}_\d{5}\s+[\d,]+ / 1,500\s+", screen), screen[-3000:]
+    assert "2 finished" in screen
+    for noise in NOISE:
+        assert noise not in screen, noise
+
+
+@pytest.mark.slow
+def test_without_a_terminal_the_progress_is_plain_lines_without_ray_or_tune_noise(tmp_path):
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "rlsweep.cli", "run", str(_spec_file(tmp_path, trials=3, env_steps=3000)), "--set", "ray.num_cpus=2"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900,
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    for noise in NOISE:
+        assert noise not in output, noise
+    summaries = [line for line in done.stdout.splitlines() if line.startswith("env steps ")]
+    ended = [line for line in done.stdout.splitlines() if re.match(r"\[\w+\] (finished|stopped) at", line)]
+    # At most one summary per 10 s (plus the last), however many results came in; a line per ended trial.
+    assert 1 <= len(summaries) <= elapsed / 10 + 2, summaries
+    assert summaries[-1].startswith("env steps 9,000 / 9,000 (100%)"), summaries[-1]
+    assert len(ended) == 3

@@ -1,0 +1,62 @@
+"""The documentation: the site builds in strict mode (a broken link or a missing page fails), the spec
+reference is what the code generates, the README starts with the two commands and a quickstart and links
+to the docs, and nothing in the repository points outside it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import docs_hooks  # noqa: E402
+
+
+def test_the_site_builds_in_strict_mode(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    home = (tmp_path / "site" / "index.html").read_text()
+    assert "./scripts/demo" in home and 'href="guides/spec/"' in home and 'src="img/mlflow.png"' in home
+    reference = (tmp_path / "site" / "reference" / "spec" / "index.html").read_text()
+    assert "budget" in reference and "nevergrad" in reference
+
+
+def test_the_spec_reference_is_what_the_schema_generates():
+    committed = (REPO / "docs" / "reference" / "spec.md").read_text()
+    assert committed == docs_hooks.reference(), "docs/reference/spec.md is stale: run python scripts/docs_hooks.py"
+    # Every top-level section of a spec and every searcher and scheduler has its place.
+    from rlsweep.schedulers import SCHEDULERS, SEARCHERS, spec_json_schema
+
+    for key in spec_json_schema()["properties"]:
+        assert f"| `{key}` |" in committed, key
+    for name in [*SEARCHERS, *SCHEDULERS]:
+        assert f"### `{name}`" in committed, name
+
+
+def test_the_readme_starts_with_the_two_commands_and_a_quickstart_and_links_to_the_docs():
+    readme = (REPO / "README.md").read_text()
+    head = readme.split("## Documentation")[0]
+    assert "./scripts/demo" in head and "./scripts/test" in head and "## Quickstart" in head
+    assert head.index("./scripts/test") < head.index("## Quickstart")
+    for target in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (REPO / target).exists(), target
+
+
+#: What a reader of the repository cannot follow: a folder beside the project, an issue tracker's note.
+OUTSIDE = ("../" + "shared", "closing " + "note")
+
+
+def test_nothing_in_the_repository_points_outside_it():
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        path = REPO / name
+        if path.suffix not in {".md", ".py", ".yaml", ".yml", ".toml", ".txt", ""} or not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        assert not any(words in text.lower() for words in OUTSIDE), name

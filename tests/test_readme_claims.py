@@ -1,4 +1,4 @@
-"""Claims the README makes that no other test checked, each tried the way a user would meet it. Each test
+"""Claims the documentation (README and docs/) makes that no other test checked, each tried the way a user would meet it. Each test
 quotes the claim it checks."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _sweep(root: Path, spec: dict | None = None) -> Path:
 
 
 def test_status_shows_each_failed_trials_error(tmp_path, capsys):
-    """README: a trial that keeps failing 'ends ERROR with its error text in table()["error"], rlsweep status
+    """Docs: a trial that keeps failing 'ends ERROR with its error text in table()["error"], rlsweep status
     and MLflow'."""
     root = _sweep(tmp_path / "exp")
     assert cli.main(["status", str(root)]) == 0
@@ -41,7 +41,7 @@ def test_status_shows_each_failed_trials_error(tmp_path, capsys):
 
 
 def test_resume_with_a_spec_file_that_differs_is_refused_with_the_difference(tmp_path, capsys):
-    """README: '`--spec FILE` checks the file you mean to use the same way' (refused, exit 2, `path: old -> new`)."""
+    """Docs: '`--spec FILE` checks the file you mean to use the same way' (refused, exit 2, `path: old -> new`)."""
     root = _sweep(tmp_path / "exp")
     entry = [json.dumps({"trial_id": "aaa", "status": "RUNNING"}), json.dumps({"num_failures": 0})]
     (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": [entry]}))
@@ -56,7 +56,7 @@ def test_resume_with_a_spec_file_that_differs_is_refused_with_the_difference(tmp
 
 
 def test_the_default_mlflow_store_is_mlflow_db_in_the_working_directory(tmp_path):
-    """README: 'logs the sweep to `./mlflow.db`' and 'MLflow store `sqlite:///mlflow.db`' by default."""
+    """Docs: 'logs the sweep to `./mlflow.db`' and 'MLflow store `sqlite:///mlflow.db`' by default."""
     spec = {k: v for k, v in TINY_SPEC.items()}
     spec.pop("mlflow", None)
     root = _sweep(tmp_path / "exp", spec)
@@ -77,7 +77,7 @@ def test_the_default_mlflow_store_is_mlflow_db_in_the_working_directory(tmp_path
 
 
 def test_the_parent_run_carries_the_summary_metrics(tmp_path):
-    """README: the parent run has 'summary metrics (best value, trials, errored trials, total env steps)'."""
+    """Docs: the parent run has 'summary metrics (best value, trials, errored trials, total env steps)'."""
     from mlflow import MlflowClient
 
     from rlsweep.analysis import load
@@ -114,7 +114,7 @@ def _constant_reward_sweep(tmp_path: Path, name: str, rewards: list[dict], **sec
 
 @pytest.mark.slow
 def test_a_second_run_of_the_same_spec_goes_to_a_dated_folder_and_overwrites_nothing(tmp_path, ray_runtime):
-    """README: 'a second run of the same spec goes to `<name>-<date>`: nothing already computed is
+    """Docs: 'a second run of the same spec goes to `<name>-<date>`: nothing already computed is
     overwritten'."""
     import re
 
@@ -132,7 +132,7 @@ def test_a_second_run_of_the_same_spec_goes_to_a_dated_folder_and_overwrites_not
 
 @pytest.mark.slow
 def test_stop_thresholds_end_a_trial_at_runtime(tmp_path, ray_runtime):
-    """README: `stop` holds 'per-trial thresholds that end a trial early: metric -> value'."""
+    """Docs: `stop` holds 'per-trial thresholds that end a trial early: metric -> value'."""
     import rlsweep
 
     budget = 4 * STEP
@@ -148,7 +148,7 @@ def test_stop_thresholds_end_a_trial_at_runtime(tmp_path, ray_runtime):
 
 @pytest.mark.slow
 def test_the_time_budget_ends_the_sweep_and_it_is_not_reported_as_interrupted(tmp_path, ray_runtime, capsys):
-    """README: `budget.time_s` is a 'wall-clock cap for the whole sweep'."""
+    """Docs: `budget.time_s` is a 'wall-clock cap for the whole sweep'."""
     import time
 
     import rlsweep
@@ -171,7 +171,7 @@ def test_the_time_budget_ends_the_sweep_and_it_is_not_reported_as_interrupted(tm
 
 @pytest.mark.slow
 def test_concurrency_is_the_clusters_cpus_over_a_trials_cpus(tmp_path, ray_runtime):
-    """README: 'concurrency = cluster CPUs / CPUs per trial' when `budget.max_concurrent` is left out: on
+    """Docs: 'concurrency = cluster CPUs / CPUs per trial' when `budget.max_concurrent` is left out: on
     the 2-CPU runtime, 1-CPU trials run two at a time, never three."""
     from ray.tune import Callback
 

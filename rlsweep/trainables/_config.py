@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
     from rlsweep.trainables._memory import MemoryReading
 
-#: Settings rlsweep applies before the user's, each for a measured reason (README: "Defaults").
+#: Settings rlsweep applies before the user's, each for a measured reason (docs/guides/defaults.md).
 #: Zero env runners and zero remote learners: sampling and learning run in the trial's own process, so a
 #: trial needs 1 CPU and a 2-CPU machine runs 2 trials at once (RLlib's default of 2 runners asks for 3 CPUs
 #: and hangs PENDING on 2; IMPALA/APPO's remote learner doubles a trial's CPUs), and the learner's time is
@@ -32,7 +32,7 @@ RLSWEEP_DEFAULTS: dict[str, Any] = {"env_runners.num_env_runners": 0, "learners.
 
 #: Envs one env runner steps as a vectorized batch, for algorithms that learn from fixed-size batches of
 #: fresh samples (PPO, APPO, IMPALA): the batch and the updates per env step stay as configured, and
-#: sampling goes ~2.4x faster on cheap envs (measured on CartPole, README "Defaults"). Off-policy algorithms
+#: sampling goes ~2.4x faster on cheap envs (measured on CartPole, docs/guides/defaults.md). Off-policy algorithms
 #: (a replay buffer) keep 1: more envs per sample call would change their updates per env step. Custom env
 #: classes keep 1 too (8 copies of an env that holds a port or a licence would not work), and so does a
 #: spec that sets how sampling is cut up (``rollout_fragment_length``, ``num_envs_per_env_runner``).

@@ -1,4 +1,4 @@
-"""Every searcher x scheduler pairing against README's pairing rules: the allowed ones validate and run a
+"""Every searcher x scheduler pairing against the pairing rules of docs/guides/schedulers.md: the allowed ones validate and run a
 real tiny RLlib sweep, the forbidden ones fail validation with a message that says how to fix the spec;
 and ASHA, the median rule and HyperBand really stop (or pause) a trial that trails."""
 
@@ -16,7 +16,7 @@ from rlsweep.analysis import load
 from rlsweep.schedulers import SCHEDULERS, SEARCHERS
 from tests.conftest import TINY_SPEC, small_ppo
 
-# README "Schedulers", pairing rules, written out as a matrix (rows: searcher; columns: scheduler).
+# docs/guides/schedulers.md, pairing rules, written out as a matrix (rows: searcher; columns: scheduler).
 #   ok  allowed
 #   B   "scheduler `bohb` needs searcher `bohb`"
 #   b   "searcher `bohb` needs scheduler `bohb`"
@@ -114,7 +114,7 @@ def document(searcher: str, scheduler: str, tmp_path=None) -> dict:
 def test_the_matrix_names_every_searcher_and_scheduler_pair():
     # A searcher or scheduler added without a row or column here (or removed) fails this test.
     assert set(PAIRINGS) == set(itertools.product(SEARCHERS, SCHEDULERS))
-    # The README's rules, spot-checked against the parsed table (guards the parser, not the code).
+    # The documented rules, spot-checked against the parsed table (guards the parser, not the code).
     assert PAIRINGS["bohb", "bohb"] == () and PAIRINGS["random", "pbt"] == () and PAIRINGS["random", "pb2"] == ()
     assert PAIRINGS["bohb", "pbt"] == ("b", "P") and PAIRINGS["optuna", "bohb"] == ("B",)
 

@@ -18,9 +18,9 @@ BASE = {"algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 1000, 
 
 EVERY_SEARCHER = sorted(set(SEARCHERS) - {"grid"})
 
-# README "One space, every searcher", the domain-support table written out: Y = expressed exactly, - =
+# docs/guides/searchers.md, the domain-support table written out: Y = expressed exactly, - =
 # refused (an error naming the parameter, the searcher and the domain; lossy fallbacks are off by default).
-# A fixed value is part of every searcher's space (README: "each value is a domain ... or a fixed value").
+# A fixed value is part of every searcher's space (docs/guides/spec.md: "each value is a domain ... or a fixed value").
 DOMAIN_TABLE = """
              uniform loguniform quniform qloguniform randint qrandint lograndint choice grid normal fixed
 random       Y       Y          Y        Y           Y       Y        Y          Y      Y    Y      Y
@@ -33,7 +33,7 @@ nevergrad    Y       Y          Y        Y           Y       Y        Y         
 ax           Y       Y          Y        Y           Y       Y        Y          Y      -    -      Y
 """
 
-#: README: which searchers express ``when:`` conditions (hyperopt and ax: one ``choice`` parent per parameter).
+#: docs/guides/searchers.md: which searchers express ``when:`` conditions (hyperopt and ax: one ``choice`` parent per parameter).
 CONDITIONS = {"random": True, "grid": False, "optuna": True, "hyperopt": True, "bohb": True, "bayesopt": False,
               "nevergrad": False, "ax": True}
 
@@ -158,10 +158,10 @@ def test_each_searcher_expresses_exactly_the_domains_readme_lists(searcher, kind
         assert any(f"{searcher!r}" in p.message and f"{kind!r}" in p.message for p in problems), problems
 
 
-#: README: searchers that need one searched parameter at least (a range, or a choice of two values or more).
+#: docs/guides/searchers.md: searchers that need one searched parameter at least (a range, or a choice of two values or more).
 SEARCH_SOMETHING = {"nevergrad", "ax"}
 
-#: README: the narrowest float range a searcher takes (Ax refuses narrower ones as numerically unsafe).
+#: docs/guides/searchers.md: the narrowest float range a searcher takes (Ax refuses narrower ones as numerically unsafe).
 MIN_WIDTH = {"ax": 1.5e-5}
 
 
@@ -196,7 +196,7 @@ def test_every_draw_is_inside_its_domain_with_its_type_and_conditions(searcher, 
         # Refused exactly where the table says, each refusal at its parameter; never a silent drop.
         assert {p.path for p in exc.problems} == expected, (exc.problems, expected)
         return
-    assert not expected, f"{searcher} accepted what README says it refuses: {sorted(expected)}"
+    assert not expected, f"{searcher} accepted what the docs say it refuses: {sorted(expected)}"
     for draw in rlsweep.sample(spec, 6):
         check_draw(space, draw)
 

@@ -385,9 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--storage")
     p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
     p.add_argument("--quiet", action="store_true", help="no progress: only failed trials and the result")
-    p.add_argument("--progress", choices=["bar", "lines", "none"],
+    p.add_argument("--progress", choices=["bar", "lines", "results", "none"],
                    help="bar: a live view (default on a terminal); lines: a summary line at most every 10 s and a "
-                        "line per ended trial (default otherwise); none: only failed trials")
+                        "line per ended trial (default otherwise); results: a line per result of every trial; "
+                        "none: only failed trials")
     with_set(p)
     p.set_defaults(handler=_run)
 

@@ -2,9 +2,10 @@
 running, finished, stopped and errored, the best so far (value, trial, config), and a line per running
 trial (its env steps, metric and env steps per second).
 
-Three modes: ``bar``, a live view on a terminal (rich); ``lines``, plain lines at a bounded rate for a
+Four modes: ``bar``, a live view on a terminal (rich); ``lines``, plain lines at a bounded rate for a
 log file, CI or ``nohup`` (a summary at most every ``interval_s`` seconds, plus one line when a trial
-ends); ``none``. In every mode a failed trial prints where its error is.
+ends); ``results``, a line per result of every trial (unbounded: for a log to grep, or a script that
+acts on a trial's progress); ``none``. In every mode a failed trial prints where its error is.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, TextIO
 
 from rlsweep.metrics import ENV_STEPS
 
-MODES = ("bar", "lines", "none")
+MODES = ("bar", "lines", "results", "none")
 
 #: ``lines`` mode: at most one summary line per this many seconds.
 LINES_INTERVAL_S = 10.0
@@ -154,7 +155,7 @@ class Display:
 
     def update(self) -> None:
         if self.mode != "lines":
-            return  # the live view redraws itself
+            return  # the live view redraws itself; results mode says each result
         now = self.state.clock()
         if now - self.last_line >= self.interval_s:
             self.last_line = now
@@ -164,7 +165,7 @@ class Display:
         if self.live is not None:
             self.live.stop()
             self.live = None
-        elif self.mode == "lines":
+        elif self.mode in ("lines", "results"):
             self.say(self.state.summary())
 
     def _view(self) -> Any:
@@ -215,8 +216,11 @@ def tune_callback(spec: Any, mode: str, stream: TextIO | None = None, trials: in
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
             self.state.result(trial.trial_id, result, _searched(spec, trial.config))
-            if self.display is not None:
-                self.display.update()
+            if self.display is None:
+                return
+            if mode == "results":
+                self.display.say(result_line(spec, trial.trial_id, result))
+            self.display.update()
 
         def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             self.state.ended(trial.trial_id)
@@ -236,6 +240,18 @@ def tune_callback(spec: Any, mode: str, stream: TextIO | None = None, trials: in
                 self.display = None
 
     return Progress()
+
+
+def result_line(spec: Any, trial_id: str, result: Mapping[str, Any]) -> str:
+    """One result in ``results`` mode: the trial, its env steps of the budget, the metric and the
+    iteration's time split."""
+    value = result.get(spec.metric.name)
+    shown = f"{value:.4g}" if isinstance(value, (int, float)) else value
+    return (
+        f"[{trial_id}] env_steps {result.get(ENV_STEPS, 0):>8}/{spec.budget.env_steps}  {spec.metric.name} {shown}  "
+        f"iteration {result.get('iteration_time_s', 0):.2f}s (sample {result.get('sample_time_s', 0):.2f}, "
+        f"learn {result.get('learn_time_s', 0):.2f}, other {result.get('other_time_s', 0):.2f})"
+    )
 
 
 def _searched(spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:

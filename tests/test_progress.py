@@ -91,7 +91,7 @@ def test_a_sweep_on_a_terminal_shows_its_total_the_best_so_far_and_each_running_
     assert re.search(r"env steps .*/ 3,000", screen), screen[-3000:]
     assert re.search(r"trials: \d running, \d finished, \d stopped, \d errored, of 2", screen)
     assert re.search(r"best return_mean -?[\d.]+ \(trial \w+: training\.lr=", screen)
-    assert re.search(r"\w{8,}_\d{5}\s+[\d,]+ / 1,500\s+", screen), screen[-3000:]
+    assert re.search(r"\w+_\d{5}\s+[\d,]+ / 1,500\s+[\d.]+\s+[\d,]+", screen), screen[-3000:]
     assert "2 finished" in screen
     for noise in NOISE:
         assert noise not in screen, noise
@@ -115,3 +115,29 @@ def test_without_a_terminal_the_progress_is_plain_lines_without_ray_or_tune_nois
     assert 1 <= len(summaries) <= elapsed / 10 + 2, summaries
     assert summaries[-1].startswith("env steps 9,000 / 9,000 (100%)"), summaries[-1]
     assert len(ended) == 3
+
+
+def test_results_mode_says_every_result_and_lines_mode_only_a_bounded_summary():
+    from types import SimpleNamespace
+
+    import rlsweep
+    from rlsweep.progress import tune_callback
+    from tests.conftest import TINY_SPEC
+
+    spec = rlsweep.load_spec(TINY_SPEC, preflight=False)
+    outputs = {}
+    for mode in ("results", "lines"):
+        out = io.StringIO()
+        callback = tune_callback(spec, mode, stream=out)
+        callback.setup()
+        trial = SimpleNamespace(trial_id="t1", config={"training.lr": 0.001}, path="/x")
+        for steps in (1000, 2000, 3000):
+            callback.on_trial_result(0, [], trial, {"env_steps": steps, "return_mean": steps / 100, "iteration_time_s": 0.5})
+        callback.on_trial_complete(0, [], trial)
+        callback.on_experiment_end([])
+        outputs[mode] = out.getvalue().splitlines()
+    results = [line for line in outputs["results"] if line.startswith("[t1] env_steps")]
+    assert [line.split()[2] for line in results] == ["1000/4000", "2000/4000", "3000/4000"]
+    assert not any(line.startswith("[t1] env_steps") for line in outputs["lines"])
+    # Lines mode: the first summary, the trial's end, the last summary (all within one 10 s interval).
+    assert len(outputs["lines"]) == 3 and outputs["lines"][1] == "[t1] stopped at 3,000 env steps: return_mean 30"

@@ -16,7 +16,6 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -50,22 +49,13 @@ def _rows_by_trial(path: Path) -> dict[str, list[int]]:
     return steps
 
 
-def _wait_for_rows(experiment: Path, driver: subprocess.Popen, ready: Any, timeout_s: float = 400) -> None:
-    """Until ``ready({trial id: its latest env steps})`` holds for the rows the driver wrote so far."""
-    deadline = time.monotonic() + timeout_s
-    while not ready({trial: max(steps) for trial, steps in _rows_by_trial(experiment).items()}):
-        assert driver.poll() is None, "the sweep ended before it could be stopped"
-        assert time.monotonic() < deadline, _rows_by_trial(experiment)
-        time.sleep(0.1)
-
-
 def _driver(tmp_path: Path, document: dict, stderr: int) -> tuple[subprocess.Popen, Path]:
-    """``rlsweep run`` on ``document`` in a process (and session, with its own Ray runtime) of its own, its
-    progress as plain lines on stdout; and where its experiment directory goes."""
+    """``rlsweep run`` on ``document`` in a process (and session, with its own Ray runtime) of its own, a
+    line per result on stdout (``--progress results``); and where its experiment directory goes."""
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(document))
     driver = subprocess.Popen(
-        [sys.executable, "-m", "rlsweep.cli", "run", str(spec_file), "--set", "ray.num_cpus=2"],
+        [sys.executable, "-m", "rlsweep.cli", "run", str(spec_file), "--set", "ray.num_cpus=2", "--progress", "results"],
         env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True,
     )
     return driver, Path(document["storage"]) / document["name"]
@@ -87,9 +77,17 @@ def test_a_sweep_killed_with_sigkill_resumes_without_losing_or_repeating_work(tm
     try:
         # Kill the driver once the second trial reported 2500: one iteration after its checkpoint at 2000,
         # which Tune has recorded by then (it snapshots its state after every `keep` checkpoints). The
-        # driver appends each result to the trial's result.json as it arrives: the rows on disk say when.
-        _wait_for_rows(experiment, driver, lambda latest: any(s >= budget for s in latest.values())
-                       and any(2500 <= s < budget for s in latest.values()))
+        # driver's progress lines say when, as each result arrives.
+        finished, latest = set(), {}
+        deadline = time.monotonic() + 400
+        for line in driver.stdout:
+            if match := re.match(r"\[(\w+)\] env_steps\s+(\d+)/", line):
+                latest[match.group(1)] = int(match.group(2))
+            elif match := re.match(r"\[(\w+)\] finished", line):
+                finished.add(match.group(1))
+            if finished and any(2500 <= s < budget for t, s in latest.items() if t not in finished):
+                break
+            assert time.monotonic() < deadline
         assert driver.poll() is None, "the sweep ended before it could be killed"
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait(timeout=30)
@@ -137,8 +135,12 @@ def test_ctrl_c_during_run_exits_nonzero_says_how_to_resume_and_resume_finishes(
     )
     driver, experiment = _driver(tmp_path, document, stderr=subprocess.PIPE)
     try:
-        # The first trial is mid-way, past its checkpoint at 1000: a user presses Ctrl-C.
-        _wait_for_rows(experiment, driver, lambda latest: any(1500 <= s < budget for s in latest.values()))
+        deadline = time.monotonic() + 400
+        for line in driver.stdout:
+            # The first trial is mid-way, past its checkpoint at 1000: a user presses Ctrl-C.
+            if (match := re.match(r"\[(\w+)\] env_steps\s+(\d+)/", line)) and 1500 <= int(match.group(2)) < budget:
+                break
+            assert time.monotonic() < deadline
         assert driver.poll() is None, "the sweep ended before it could be interrupted"
         os.kill(driver.pid, signal.SIGINT)
         out, err = driver.communicate(timeout=300)

@@ -460,6 +460,8 @@ def parse_yaml(text: str, where: str) -> dict[str, Any]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        if "nesting depth" in str(exc.problem):  # libyaml's own limit (PyYAML 6.0.3+ built with it)
+            raise SpecError(f"invalid YAML: nests deeper than {MAX_DEPTH} levels ({exc.problem})", at) from None
         raise SpecError(f"invalid YAML: {exc.problem or exc}", at) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"invalid YAML: {exc}", where) from None

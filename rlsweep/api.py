@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsweep import sweep
+from rlsweep.progress import checked_mode
 from rlsweep.analysis import Best, load, live_logger, set_retrainer, trace_target
 from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
@@ -98,6 +99,7 @@ def run(
     Raises:
         IncompatibleError: A trial cannot fit the cluster.
     """
+    checked_mode(progress)
     path, errored = sweep.run(
         spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
         trace=trace_target, progress_mode=progress,

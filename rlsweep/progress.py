@@ -31,6 +31,19 @@ def default_mode(stream: TextIO | None = None) -> str:
     return "bar" if getattr(stream, "isatty", lambda: False)() else "lines"
 
 
+def checked_mode(mode: str | None) -> str | None:
+    """``mode`` if it is one of :data:`MODES` (or None: the terminal's default when the sweep starts).
+
+    Raises:
+        UsageError: any other value.
+    """
+    if mode is not None and mode not in MODES:
+        from rlsweep.errors import UsageError
+
+        raise UsageError(f"progress must be one of {', '.join(MODES)}, got {mode!r}", "progress")
+    return mode
+
+
 @dataclass
 class TrialState:
     env_steps: int = 0
@@ -52,11 +65,39 @@ class SweepState:
     by_trial: dict[str, TrialState] = field(default_factory=dict)
     configs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     best: tuple[float, str] | None = None
+    #: Env steps a resumed sweep had run before it resumed (not counted in the rate behind the ETA).
+    done_before: int = 0
+    #: Held while the state changes (Tune's thread) and while the live view reads it (rich's thread).
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Tune pickles its callbacks with the sweep (to restore them on resume); a lock does not pickle.
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
+
+    def restored(self, trials: list[Any], config_of: Callable[[Any], Mapping[str, Any] | None] = lambda t: None) -> None:
+        """Count the trials a resumed sweep starts with (Tune's trials): their last results, and those that
+        had ended; the ETA counts only the env steps run from here on."""
+        with self.lock:
+            for trial in trials:
+                if trial.trial_id in self.by_trial or not trial.last_result:
+                    continue
+                self.result(trial.trial_id, trial.last_result, config_of(trial))
+                if trial.status in ("TERMINATED", "ERROR"):
+                    self.ended(trial.trial_id, error=trial.status == "ERROR")
+            self.done_before = self.done
+
     def result(self, trial_id: str, result: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> None:
+        with self.lock:
+            self._result(trial_id, result, config)
+
+    def _result(self, trial_id: str, result: Mapping[str, Any], config: Mapping[str, Any] | None) -> None:
         trial = self.by_trial.setdefault(trial_id, TrialState())
         trial.env_steps = int(result.get(ENV_STEPS, trial.env_steps) or 0)
         rate = result.get("env_steps_per_s")
@@ -70,8 +111,9 @@ class SweepState:
             self.configs[trial_id] = config
 
     def ended(self, trial_id: str, *, error: bool = False) -> None:
-        trial = self.by_trial.setdefault(trial_id, TrialState())
-        trial.state = "errored" if error else "finished" if trial.env_steps >= self.budget else "stopped"
+        with self.lock:
+            trial = self.by_trial.setdefault(trial_id, TrialState())
+            trial.state = "errored" if error else "finished" if trial.env_steps >= self.budget else "stopped"
 
     @property
     def planned(self) -> int:
@@ -87,9 +129,10 @@ class SweepState:
     def eta_s(self) -> float | None:
         """Seconds left at the rate so far (None before any env step)."""
         elapsed = self.clock() - self.started
-        if self.done <= 0 or elapsed <= 0:
+        ran = self.done - self.done_before
+        if ran <= 0 or elapsed <= 0:
             return None
-        return max(0.0, (self.planned - self.done) / (self.done / elapsed))
+        return max(0.0, (self.planned - self.done) / (ran / elapsed))
 
     def counts(self) -> dict[str, int]:
         found = {"running": 0, "finished": 0, "stopped": 0, "errored": 0}
@@ -174,6 +217,10 @@ class Display:
         from rich.table import Table
         from rich.text import Text
 
+        with self.state.lock:
+            return self._drawn(Group, ProgressBar, Table, Text)
+
+    def _drawn(self, Group: Any, ProgressBar: Any, Table: Any, Text: Any) -> Any:
         state = self.state
         done, planned = state.done, max(state.planned, 1)
         header = Table.grid(padding=(0, 1))
@@ -198,27 +245,42 @@ class Display:
         return Group(*lines)
 
 
-def tune_callback(spec: Any, mode: str, stream: TextIO | None = None, trials: int | None = None) -> Any:
-    """A Tune callback that shows the sweep's progress in ``mode`` (``trials``: how many the sweep runs,
-    default ``budget.trials``)."""
+def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, trials: int | None = None) -> Any:
+    """A Tune callback that shows the sweep's progress in ``mode`` (None: the terminal's default, decided
+    when the sweep starts, so a sweep resumed from a log file shows lines though it began on a terminal;
+    ``trials``: how many the sweep runs, default ``budget.trials``)."""
     from ray.tune import Callback
 
     from rlsweep import store
+
+    checked_mode(mode)
 
     class Progress(Callback):
         def __init__(self) -> None:
             self.state = SweepState(spec.metric.name, spec.metric.mode, spec.budget.env_steps, trials or spec.budget.trials)
             self.display: Display | None = None
+            self.mode = mode
+            self.seeded = False
+
+        def __getstate__(self) -> dict[str, Any]:
+            # Tune pickles its callbacks with the sweep; a resumed sweep starts its own view.
+            return {**self.__dict__, "display": None, "seeded": False}
 
         def setup(self, **info: Any) -> None:
             self.state.started = self.state.clock()
-            self.display = Display(self.state, mode, stream)
+            self.mode = mode or default_mode(stream)
+            self.display = Display(self.state, self.mode, stream)
+
+        def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
+            if not self.seeded:
+                self.seeded = True
+                self.state.restored(trials, lambda t: _searched(spec, t.config))
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
             self.state.result(trial.trial_id, result, _searched(spec, trial.config))
             if self.display is None:
                 return
-            if mode == "results":
+            if self.mode == "results":
                 self.display.say(result_line(spec, trial.trial_id, result))
             self.display.update()
 

@@ -58,7 +58,7 @@ def _progress_callbacks(spec: SweepSpec, verbose: int, mode: str | None, trials:
     default (a live view on a terminal, plain lines elsewhere); none with ``verbose`` 0 and no mode."""
     if mode is None and not verbose:
         return []
-    return [progress.tune_callback(spec, mode or progress.default_mode(), trials=trials)]
+    return [progress.tune_callback(spec, mode, trials=trials)]
 
 
 def _iteration_line(spec: SweepSpec) -> str:

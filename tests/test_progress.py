@@ -141,3 +141,78 @@ def test_results_mode_says_every_result_and_lines_mode_only_a_bounded_summary():
     assert not any(line.startswith("[t1] env_steps") for line in outputs["lines"])
     # Lines mode: the first summary, the trial's end, the last summary (all within one 10 s interval).
     assert len(outputs["lines"]) == 3 and outputs["lines"][1] == "[t1] stopped at 3,000 env steps: return_mean 30"
+
+
+def test_a_resumed_sweep_counts_the_trials_it_restored_and_its_eta_only_the_steps_run_since():
+    from types import SimpleNamespace
+
+    import rlsweep
+    from rlsweep.progress import tune_callback
+    from tests.conftest import TINY_SPEC
+
+    spec = rlsweep.load_spec(TINY_SPEC, preflight=False)  # budget 4000 env steps, 3 trials
+    out = io.StringIO()
+    callback = tune_callback(spec, "lines", stream=out)
+    callback.setup()
+    clock = Clock()
+    callback.state.clock, callback.state.started = clock, clock.now
+    restored = [
+        SimpleNamespace(trial_id="done", status="TERMINATED", config={"training.lr": 0.003},
+                        last_result={"env_steps": 4000, "return_mean": 50.0}),
+        SimpleNamespace(trial_id="half", status="PENDING", config={"training.lr": 0.001},
+                        last_result={"env_steps": 2000, "return_mean": 20.0}),
+    ]
+    callback.on_step_begin(0, restored)
+    callback.on_step_begin(1, restored)  # counted once
+    state = callback.state
+    assert state.counts() == {"running": 1, "finished": 1, "stopped": 0, "errored": 0}
+    assert (state.done, state.planned) == (6000, 12000)
+    assert "trial done: training.lr=0.003" in state.best_text()
+    clock.now += 10
+    state.result("half", {"env_steps": 3000, "return_mean": 30.0})
+    # 1,000 env steps in 10 s since the resume: the 5,000 left take 50 s (not 7 s).
+    assert state.eta_s() == pytest.approx(50.0)
+
+
+def test_an_unknown_progress_mode_is_refused_before_the_sweep_starts(tmp_path):
+    import rlsweep
+    from rlsweep.errors import UsageError
+
+    spec = rlsweep.load_spec(small_ppo("bad-progress", tmp_path / "results", budget={"env_steps": 1000, "trials": 1}), preflight=False)
+    with pytest.raises(UsageError, match=r"progress must be one of bar, lines, results, none, got 'bars'"):
+        rlsweep.run(spec, progress="bars")
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_live_view_reads_the_state_while_results_come_in_on_another_thread():
+    import threading
+
+    state = SweepState("return_mean", "max", budget=1000, trials=10_000)
+    display = Display(state, "none", io.StringIO())
+    errors, stop = [], threading.Event()
+
+    def draw():
+        while not stop.is_set():
+            try:
+                display._view()
+            except Exception as error:  # noqa: BLE001 -- what rich's refresh thread would die of
+                errors.append(error)
+                return
+
+    display._view()  # rich imported before the race
+    drawer = threading.Thread(target=draw)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can: the race shows at once
+    try:
+        drawer.start()
+        for i in range(3_000):
+            state.result(f"t{i}", {"env_steps": i % 1000, "return_mean": float(i)}, {"training.lr": i})
+            if i % 3 == 0:
+                state.ended(f"t{i}")
+            if errors:
+                break
+    finally:
+        stop.set()
+        drawer.join()
+        sys.setswitchinterval(interval)
+    assert errors == []

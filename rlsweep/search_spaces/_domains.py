@@ -6,7 +6,6 @@ user writes, so the documentation, the validator and every compiler agree on the
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -203,23 +202,27 @@ class SearchSpace:
         """How many distinct configs the space holds (inactive parameters absent), when every domain is
         finite and there are at most ``limit``; None for a continuous or a larger space."""
         values: list[list[Any]] = []
-        size = 1
         for parameter in self.parameters:
             options = _finite_values(parameter.domain, limit)
             if options is None:
                 return None
             values.append(options)
-            size *= len(options)
-            if size > limit * 1000:
-                return None
-        seen = set()
-        for combination in itertools.product(*values):
-            config: dict[str, Any] = {}
-            for parameter, value in zip(self.parameters, combination):
-                if parameter.is_active(config):
-                    config[parameter.path] = value
-            seen.add(repr(sorted(config.items())))
-        return len(seen) if len(seen) <= limit else None
+        # Depth first over the active parameters only, stopping once more than ``limit`` are found: the work
+        # is bounded by ``limit`` configs whatever the product of the domains' sizes.
+        seen: set[str] = set()
+        stack: list[tuple[int, dict[str, Any]]] = [(0, {})]
+        while stack:
+            index, config = stack.pop()
+            while index < len(self.parameters) and not self.parameters[index].is_active(config):
+                index += 1
+            if index == len(self.parameters):
+                seen.add(repr(sorted(config.items())))
+                if len(seen) > limit:
+                    return None
+                continue
+            path = self.parameters[index].path
+            stack.extend((index + 1, {**config, path: value}) for value in reversed(values[index]))
+        return len(seen)
 
 
 def _finite_values(domain: Domain, limit: int) -> list[Any] | None:

@@ -143,8 +143,9 @@ def test_each_searcher_expresses_exactly_the_domains_readme_lists(searcher, kind
         parameters = {p.path: p for p in spec.search_space}
         assert parameters["training.x"].domain.kind == kind
         draws = rlsweep.sample(spec, 6)
-        # Ax suggests each config once, and the choice alone holds 3.
-        assert len(draws) == (3 if (searcher, kind) == ("ax", "choice") else 6)
+        # Ax suggests each config once: a finite space smaller than 6 gives all it holds.
+        finite = spec.search_space.distinct_configs(1000)
+        assert len(draws) == (min(6, finite) if searcher == "ax" and finite is not None else 6)
         for draw in draws:
             assert set(draw) == set(space)
             for path, value in draw.items():

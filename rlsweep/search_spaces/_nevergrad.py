@@ -11,6 +11,7 @@ over mean ± 3 sd).
 from __future__ import annotations
 
 import difflib
+import importlib
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -199,8 +200,10 @@ class NevergradSearcher(SearcherEntry):
         import_nevergrad()
         from ray.tune.search.nevergrad import nevergrad_search
 
-        if nevergrad_search.ng is None:  # Ray imported it before rlsweep could (it failed then)
-            nevergrad_search.ng = import_nevergrad()
+        if nevergrad_search.ng is None:
+            # Ray's module was imported before rlsweep's shim, when ``import nevergrad`` failed: it holds
+            # None for nevergrad and its optimizer classes until it is loaded again.
+            nevergrad_search = importlib.reload(nevergrad_search)
         compiled = self.compiler.compile(request.space, lossy=request.lossy)
         name = getattr(request.options, "optimizer", DEFAULT_OPTIMIZER)
         search = nevergrad_search.NevergradSearch(

@@ -100,3 +100,22 @@ def test_conditions_and_normal_domains_are_refused_with_the_parameter_named():
         NevergradCompiler().compile(parsed)
     paths = {p.path for p in caught.value.problems}
     assert paths == {"search_space.training.kl_coeff.when", "search_space.training.lr"}
+
+
+def test_the_searcher_works_when_ray_loaded_its_nevergrad_module_first():
+    # In a fresh interpreter: Ray's module imported first fails to import nevergrad on this stack and
+    # holds None for it; the searcher still draws.
+    import subprocess
+    import sys
+
+    script = (
+        "import ray.tune.search.nevergrad.nevergrad_search as m\n"
+        "assert m.ng is None\n"
+        "from tests.search_spaces.test_nevergrad import searcher\n"
+        "print(sorted(searcher('CMA').suggest('t0')))\n"
+    )
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "training.lr" in done.stdout

@@ -211,6 +211,17 @@ def _setting(spec: SweepSpec, path: str) -> str:
     return f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
 
 
+def _bundle_setting(spec: SweepSpec, draw: Mapping[str, Any], role: str, resource: str) -> str:
+    """The setting that sized a bundle: without remote learners the trial's own process learns, and RLlib
+    gives it max(num_cpus_per_learner, num_cpus_for_main_process) CPUs."""
+    if (role, resource) == ("main", "CPU"):
+        config = build_config(spec, draw)
+        per_learner = config.num_cpus_per_learner
+        if config.num_learners == 0 and per_learner != "auto" and per_learner > config.num_cpus_for_main_process:
+            return "learners.num_cpus_per_learner"
+    return _BUNDLE_SETTING[role, resource]
+
+
 def _node_problems(spec: SweepSpec, nodes: list[tuple[float, float]]) -> list[Problem]:
     """A bundle (one process: the trial's, an env runner, a learner) larger than every node, or, under
     ``STRICT_PACK``, a whole trial larger than every node: Ray would never place it."""
@@ -223,7 +234,7 @@ def _node_problems(spec: SweepSpec, nodes: list[tuple[float, float]]) -> list[Pr
             if fits:
                 continue
             resource = "GPU" if bundle.get("GPU", 0) > most_gpus else "CPU"
-            where = _setting(spec, _BUNDLE_SETTING[role, resource])
+            where = _setting(spec, _bundle_setting(spec, draw, role, resource))
             asked = f"{bundle.get('CPU', 0):g} CPU(s)" + (f" and {bundle['GPU']:g} GPU(s)" if bundle.get("GPU") else "")
             problems.setdefault(where, Problem(where, (
                 f"{_PROCESS[role]} of a trial asks for {asked} on one node (a process does not span nodes) but the "
@@ -268,7 +279,8 @@ def resource_problems(
     fewer; with ``nodes`` (each node's CPUs and GPUs), a process too large for every node, or a trial that
     must sit on one node (``STRICT_PACK``) and fits none."""
     gpu_problems = _gpu_problems(spec, cluster_gpus) if cluster_gpus is not None else []
-    if nodes:  # what the cluster as a whole lacks is said once, by the checks above
+    if nodes and len(nodes) > 1:
+        # On one node the cluster-wide checks say it all; what the cluster as a whole lacks is said once.
         reported = {p.path for p in gpu_problems}
         gpu_problems += [p for p in _node_problems(spec, nodes) if p.path not in reported]
     needed, demand = 0.0, {}

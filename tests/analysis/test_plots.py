@@ -187,6 +187,19 @@ def test_an_unknown_kind_and_an_unconfirmed_sweep_are_refused_saying_what_to_do(
         load(experiment).plot("confirmation")
 
 
+@pytest.mark.parametrize("kind", ["curves", "parallel", "importance"])
+def test_a_sweep_without_a_result_is_refused_saying_so(tmp_path, kind, capsys):
+    from rlsweep.cli import main
+    from rlsweep.errors import UsageError
+
+    root = new_experiment(tmp_path / "exp", sweep_id="empty")
+    with pytest.raises(UsageError, match="has no trial result yet: nothing to plot"):
+        load(root).plot(kind)
+    assert main(["plot", str(root), "--kind", kind, "-o", str(tmp_path / "x.png")]) != 0
+    assert "nothing to plot" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_rlsweep_plot_writes_the_figure_to_the_file_named(experiment, tmp_path):
     from rlsweep.cli import main
 

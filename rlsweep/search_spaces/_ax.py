@@ -236,6 +236,8 @@ class AxTuneSearcher(OwnSearcher):
             self.client.save_to_json_file(path)
             with open(path) as snapshot:
                 state["client"] = snapshot.read()
+        # Ax's JSON leaves out the client's seed: without it a resumed sweep's model fits are unseeded.
+        state["client_seed"] = getattr(self.client, "_random_seed", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -250,6 +252,9 @@ class AxTuneSearcher(OwnSearcher):
             with open(path, "w") as snapshot:
                 snapshot.write(state["client"])
             state["client"] = Client.load_from_json_file(path)
+        seed = state.pop("client_seed", None)
+        if seed is not None:
+            state["client"]._random_seed = seed
         self.__dict__.update(state)
 
     def save(self, checkpoint_path: str) -> None:

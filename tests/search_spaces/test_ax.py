@@ -12,7 +12,7 @@ import pytest
 import rlsweep
 from rlsweep.errors import IncompatibleError, SpecError
 from rlsweep.search_spaces import SearchRequest, parse_search_space
-from rlsweep.search_spaces._ax import AxCompiler, AxOptions, AxSearcher
+from rlsweep.search_spaces._ax import AxCompiler, AxOptions, AxSearcher, AxTuneSearcher
 
 BASE = {"algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 1000, "trials": 8}}
 SPACE = {
@@ -80,6 +80,8 @@ def test_the_searcher_survives_pickling_with_its_experiment():
     assert list(copy.client.summarize()["trial_status"]) == ["COMPLETED"] * 3 + ["RUNNING"]
     copy.on_trial_complete("t3", {"m": 5.0})
     assert list(copy.client.summarize()["trial_status"]) == ["COMPLETED"] * 4
+    # The sweep's seed goes with it (Ax's JSON leaves it out): Ax seeds its model fits from it.
+    assert copy.client._random_seed == ax.client._random_seed == 0
 
 
 def test_a_finite_space_smaller_than_the_sweep_is_refused_at_validate():
@@ -119,4 +121,9 @@ def test_a_sweep_runs_with_ax_and_saves_its_experiment_with_the_sweep(tmp_path, 
     assert len(trials) == 4 and all(t.state == "TERMINATED" for t in trials)
     assert len({t.config["training.lr"] for t in trials}) == 4
     (saved,) = result.path.glob("searcher-state-*.pkl")
-    assert saved.read_bytes().count(b"COMPLETED") >= 4
+    # What a resume restores: Ax's experiment with the four trials, each completed with its score.
+    restored = AxTuneSearcher.__new__(AxTuneSearcher)
+    restored.restore(str(saved))
+    summary = restored.client.summarize()
+    assert list(summary["trial_status"]) == ["COMPLETED"] * 4
+    assert sorted(summary["training.lr"]) == pytest.approx(sorted(t.config["training.lr"] for t in trials))

@@ -173,9 +173,10 @@ def test_mlflow_export_is_complete_and_idempotent(swept):
         assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
         assert child.info.status == "FINISHED"
         assert child.data.params["training.lr"] == repr(trial.config["training.lr"])
-        # What an iteration is, and rlsweep's defaults, are params too: nothing hides in a default.
-        assert child.data.params["reporting.min_time_s_per_iteration"] == "0"
-        assert child.data.params["env_runners.num_env_runners"] == "0"
+        # What an iteration is, and rlsweep's defaults, are recorded too (as tags beside the draw's params):
+        # nothing hides in a default.
+        assert child.data.tags["rlsweep.setting.reporting.min_time_s_per_iteration"] == "0"
+        assert child.data.tags["rlsweep.setting.env_runners.num_env_runners"] == "0"
         history = client.get_metric_history(child.info.run_id, "return_mean")
         assert [m.step for m in history] == [r["env_steps"] for r in trial.rows]
         assert [m.value for m in history] == pytest.approx([r["return_mean"] for r in trial.rows])

@@ -173,7 +173,8 @@ def test_private_ray_internals_are_touched_only_in_the_compat_module():
 
 def test_the_export_reads_the_store_without_ray(tmp_path):
     """An experiment directory written by hand (as Tune and a trial would) exports to MLflow in a process
-    that never imports Ray, with each trial's params as the trial recorded them."""
+    that never imports Ray, with each trial's draw as its params and its other settings as tags, as the trial
+    recorded them."""
     root = new_experiment(tmp_path / "exp", searcher="optuna", scheduler="asha")
     recorded = {"settings": {"training.num_epochs": 7, "reporting.min_time_s_per_iteration": 0}, "config": {"training.lr": 0.01}}
     write_trial(root, "abc12_00000", [10.0, 20.0], config={"training.lr": 0.01}, settings=recorded)
@@ -185,12 +186,13 @@ def test_the_export_reads_the_store_without_ray(tmp_path):
         "from mlflow import MlflowClient\n"
         f"c = MlflowClient({uri!r})\n"
         "runs = c.search_runs([c.get_experiment_by_name('e').experiment_id], \"tags.`rlsweep.kind` = 'trial'\")\n"
-        "print(json.dumps({'ray': 'ray' in sys.modules, 'params': runs[0].data.params}))\n"
+        "print(json.dumps({'ray': 'ray' in sys.modules, 'params': runs[0].data.params, 'tags': runs[0].data.tags}))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["ray"] is False
-    assert result["params"]["training.num_epochs"] == "7" and result["params"]["training.lr"] == "0.01"
+    assert result["params"] == {"training.lr": "0.01"}
+    assert result["tags"]["rlsweep.setting.training.num_epochs"] == "7"
 
 
 def test_loading_and_checking_a_spec_document_imports_no_ray():

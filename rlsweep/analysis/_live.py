@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 from rlsweep import store
 from rlsweep.analysis._mlflow import (
     ROWS_TAG,
+    SETTING_TAG,
     child_runs,
     create_child,
     experiment_id,
     log_rows,
-    param_entities,
+    missing_entities,
     parent_run,
     server_problem,
-    trial_params,
 )
 
 if TYPE_CHECKING:
@@ -90,25 +90,26 @@ class MlflowTailer:
     def _send(self, trial_id: str, trial_path: Path, rows_path: Path, config: dict) -> None:
         client = self.client
         params: list[Any] = []
+        tags: list[Any] = []
         tail = self.tails.get(trial_id)
         if tail is None:
             run_id = create_child(client, self.experiment, self.sweep_id, self.parent, trial_id, trial_path)
             tail = self.tails[trial_id] = _Tail(run_id, 0)
             # The trial recorded its settings as it started, before its first result.
-            params = param_entities(trial_params(store.read_trial_settings(trial_path), config))
+            params, tags = missing_entities(None, store.read_trial_settings(trial_path), config)
         else:
             run = client.get_run(tail.run_id)
             done = int(run.data.tags.get(ROWS_TAG, 0))
             if done != tail.rows_done or not tail.synced:
                 # Someone else (an export) wrote rows, or this is the first look: count from the start.
                 tail.rows_done, tail.offset, tail.synced = done, 0, False
-            if not run.data.params:
-                params = param_entities(trial_params(store.read_trial_settings(trial_path), config))
+            if not run.data.params or not any(k.startswith(SETTING_TAG) for k in run.data.tags):
+                params, tags = missing_entities(run, store.read_trial_settings(trial_path), config)
         rows, offset = store.read_new_rows(rows_path / store.RESULT_FILE, tail.offset)
         if not tail.synced:
             rows = rows[tail.rows_done :]
-        if rows or params:
-            log_rows(client, tail.run_id, rows, tail.rows_done + len(rows), params)
+        if rows or params or tags:
+            log_rows(client, tail.run_id, rows, tail.rows_done + len(rows), params, tags, metric=self.spec.metric.name)
         tail.rows_done += len(rows)
         tail.offset, tail.synced = offset, True
 

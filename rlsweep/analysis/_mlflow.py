@@ -40,6 +40,13 @@ ROWS_TAG = "rlsweep.rows_exported"
 PARENT_TAG = "mlflow.parentRunId"
 BEST_CHECKPOINT_TAG = "rlsweep.best_checkpoint"
 BEST_ARTIFACT_TAG = "rlsweep.best_checkpoint_logged"
+#: A trial's settings other than its draw are tags under this prefix (its params are the draw alone).
+SETTING_TAG = "rlsweep.setting."
+#: On the parent run: the searched params (comma-separated) and the metric the sweep optimised, with its mode.
+SEARCHED_TAG = "rlsweep.searched"
+METRIC_TAG = "rlsweep.metric"
+#: MLflow shows this tag as the run's description.
+NOTE_TAG = "mlflow.note.content"
 
 #: MLflow's limits (3.x): characters in a param key and value, entries in one log_batch call.
 MAX_PARAM_KEY = 250
@@ -65,40 +72,83 @@ def trial_params(settings: Mapping[str, Any] | None, config: Mapping[str, Any]) 
     return {**recorded, **config, **several}
 
 
+def split_params(settings: Mapping[str, Any] | None, config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A trial's :func:`trial_params` as (its draw, every other setting). The draw becomes the run's params
+    under its search-space paths: MLflow's run comparison pre-selects the params whose values differ
+    between the runs, the first 3 by name, and its contour plot's axes are the first params by name whose
+    values are numbers, so a trial's seed or dozens of fixed settings beside the draw would push the
+    searched ones out. The other settings become tags (:func:`setting_tags`)."""
+    every = trial_params(settings, config)
+    draw = {k: every.get(k, v) for k, v in config.items()}
+    return draw, {k: v for k, v in every.items() if k not in draw}
+
+
 def param_entities(params: Mapping[str, Any]) -> list[Any]:
     from mlflow.entities import Param
 
     return [Param(str(k)[:MAX_PARAM_KEY], _param_value(v)) for k, v in params.items()]
 
 
-def row_metrics(row: Mapping[str, Any]) -> list[Any]:
-    """The MLflow metrics of one result row, each at step = env steps."""
+def setting_tags(settings: Mapping[str, Any]) -> list[Any]:
+    """The settings as tags ``rlsweep.setting.<path>``, values written as params are."""
+    from mlflow.entities import RunTag
+
+    return [RunTag(f"{SETTING_TAG}{k}"[:MAX_PARAM_KEY], _param_value(v)) for k, v in settings.items()]
+
+
+def missing_entities(
+    run: Any, settings: Mapping[str, Any] | None, config: Mapping[str, Any]
+) -> tuple[list[Any], list[Any]]:
+    """The trial's params and setting tags that its run (None: a new run) does not hold yet: a run made by
+    an export cut off before its params, or before the trial recorded its settings, is missing some (and
+    MLflow refuses to change a param's value)."""
+    draw, rest = split_params(settings, config)
+    params_held = run.data.params if run is not None else {}
+    tags_held = run.data.tags if run is not None else {}
+    return (
+        [p for p in param_entities(draw) if p.key not in params_held],
+        [t for t in setting_tags(rest) if t.key not in tags_held],
+    )
+
+
+def row_metrics(row: Mapping[str, Any], metric: str | None = None) -> list[Any]:
+    """The MLflow metrics of one result row, each at step = env steps. The sweep's ``metric`` comes first
+    (and is exported even when it is an RLlib key): MLflow's run comparison colours its parallel
+    coordinates by the first metric the runs share, in the order a run's metrics were first logged."""
     from mlflow.entities import Metric
 
     step = env_steps(row)
     timestamp = int(float(row.get(store.TIMESTAMP_KEY, 0)) * 1000)
-    return [Metric(name, value, timestamp, step) for name, value in exported_values(row).items()]
+    values = exported_values(row)
+    own = row.get(metric) if metric is not None else None
+    if metric is not None and isinstance(own, (int, float)) and not isinstance(own, bool) and math.isfinite(own):
+        values = {metric: float(own), **{k: v for k, v in values.items() if k != metric}}
+    return [Metric(name, value, timestamp, step) for name, value in values.items()]
 
 
 def log_rows(
-    client: MlflowClient, run_id: str, rows: Iterable[Mapping[str, Any]], rows_done: int, params: Iterable[Any] = ()
+    client: MlflowClient, run_id: str, rows: Iterable[Mapping[str, Any]], rows_done: int, params: Iterable[Any] = (),
+    tags: Iterable[Any] = (), metric: str | None = None,
 ) -> None:
-    """Log ``rows`` (and a new run's ``params``) in as few ``log_batch`` calls as MLflow's limits allow,
-    the last one also recording that the run holds ``rows_done`` rows. MLflow writes a batch's tags after
-    its metrics, so an export cut off half-way repeats rows, and MLflow drops repeated identical points."""
+    """Log ``rows`` (and a new run's ``params`` and setting ``tags``) in as few ``log_batch`` calls as
+    MLflow's limits allow, the last one also recording that the run holds ``rows_done`` rows. MLflow writes
+    a batch's tags after its metrics, so an export cut off half-way repeats rows, and MLflow drops repeated
+    identical points. ``metric``: the sweep's, each row's first."""
     from mlflow.entities import RunTag
 
-    metrics = [m for row in rows for m in row_metrics(row)]
-    pending = list(params)
-    batches: list[tuple[list, list]] = []
-    while pending or metrics or not batches:
+    metrics = [m for row in rows for m in row_metrics(row, metric)]
+    pending, pending_tags = list(params), list(tags)
+    batches: list[tuple[list, list, list]] = []
+    while pending or pending_tags or metrics or not batches:
         batch_params, pending = pending[:MAX_PARAMS_PER_BATCH], pending[MAX_PARAMS_PER_BATCH:]
-        room = MAX_BATCH - len(batch_params) - 1  # one entity for the row count tag
+        # One tag's room for the row count tag.
+        batch_tags, pending_tags = pending_tags[: MAX_PARAMS_PER_BATCH - 1], pending_tags[MAX_PARAMS_PER_BATCH - 1 :]
+        room = MAX_BATCH - len(batch_params) - len(batch_tags) - 1
         batch_metrics, metrics = metrics[:room], metrics[room:]
-        batches.append((batch_params, batch_metrics))
-    for i, (batch_params, batch_metrics) in enumerate(batches):
-        tags = [RunTag(ROWS_TAG, str(rows_done))] if i == len(batches) - 1 else []
-        client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=tags, synchronous=True)
+        batches.append((batch_params, batch_tags, batch_metrics))
+    for i, (batch_params, batch_tags, batch_metrics) in enumerate(batches):
+        last = [RunTag(ROWS_TAG, str(rows_done))] if i == len(batches) - 1 else []
+        client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags + last, synchronous=True)
 
 
 def server_problem(tracking_uri: str, timeout_s: float = 5.0) -> str | None:
@@ -156,6 +206,7 @@ def parent_run(
             "rlsweep.scheduler": scheduler,
             "rlsweep.algorithm": spec.algorithm,
             "rlsweep.env": spec.env,
+            **comparison_tags(spec),
         },
     )
     params = {
@@ -176,6 +227,22 @@ def parent_run(
         spec_path.write_text(spec.to_yaml())
         client.log_artifact(run.info.run_id, str(spec_path))
     return str(run.info.run_id)
+
+
+def comparison_tags(spec: SweepSpec) -> dict[str, str]:
+    """The parent run's tags saying what to compare its trials by: the searched params, the metric, and a
+    description (shown on the run's page) of how to compare them in MLflow."""
+    searched = list(spec.search_space.paths)
+    metric = f"{spec.metric.name} ({spec.metric.mode})"
+    note = (
+        f"rlsweep sweep: {spec.algorithm} on {spec.env}, {metric}.\n\n"
+        f"Searched params: {', '.join(f'`{p}`' for p in searched) or 'none'}. Each trial is a child run whose params "
+        f"are its draw of these (its other settings are `{SETTING_TAG}*` tags).\n\n"
+        f"To compare the trials: expand this run in the experiment's runs table, select its child runs and press "
+        f"Compare. The parallel coordinates plot shows the searched params against `{spec.metric.name}`, its last "
+        f"reported value per trial."
+    )
+    return {SEARCHED_TAG: ",".join(searched), METRIC_TAG: metric, NOTE_TAG: note}
 
 
 def child_runs(client: MlflowClient, experiment: str, sweep_id: str) -> dict[str, Any]:
@@ -352,14 +419,11 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str
         else:
             run_id, current = run.info.run_id, run.info.status
             done = int(run.data.tags.get(ROWS_TAG, 0))
-        # A run made by an export cut off before its params, or before the trial recorded its settings, is
-        # missing some; only those are logged (MLflow refuses to change a param's value).
-        held = run.data.params if run is not None else {}
-        params = [p for p in param_entities(trial_params(trial.settings, trial.config)) if p.key not in held]
+        params, tags = missing_entities(run, trial.settings, trial.config)
         # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
         raw = trial.raw_rows or trial.rows
-        if params or len(raw) > done:
-            log_rows(client, run_id, raw[done:], len(raw), params)
+        if params or tags or len(raw) > done:
+            log_rows(client, run_id, raw[done:], len(raw), params, tags, metric=spec.metric.name)
         if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
             client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
         status = _STATUS.get(trial.state)

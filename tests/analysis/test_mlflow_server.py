@@ -3,6 +3,7 @@ twice, and the MLflow UI opened in headless Chromium."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -101,7 +103,9 @@ def test_export_over_http_is_complete_once_after_exporting_twice(sweep, server):
         trial = by_id[child.data.tags["rlsweep.trial_id"]]
         assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
         assert child.info.status == "FINISHED"
-        assert child.data.params["reporting.min_sample_timesteps_per_iteration"] == "0"
+        # Its params are its draw; every other setting it ran with is a tag.
+        assert set(child.data.params) == set(trial.config)
+        assert child.data.tags["rlsweep.setting.reporting.min_sample_timesteps_per_iteration"] == "0"
         for metric in ("return_mean", "learn_time_s", "hp/training.lr"):
             history = client.get_metric_history(child.info.run_id, metric)
             # Once each: the second export added no point.
@@ -157,5 +161,66 @@ def test_the_mlflow_ui_shows_the_sweep_and_its_trials(sweep, server, tmp_path):
         expanders[0].click()
         WebDriverWait(browser, 60).until(lambda b: all(t.trial_id in body(b) for t in sweep.trials))
         screenshot(browser, tmp_path / "mlflow_ui.png")
+    finally:
+        browser.quit()
+
+
+def _compare_page(server: str, experiment_id: str, run_ids: list[str]) -> str:
+    """MLflow's compare-runs page for ``run_ids``: where the runs table's Compare button leads."""
+    query = urllib.parse.urlencode({"runs": json.dumps(run_ids), "experiments": json.dumps([experiment_id])})
+    return f"{server}/#/compare-runs?{query}"
+
+
+def test_mlflow_compares_the_trials_by_the_searched_params_and_the_metric(sweep, server, tmp_path):
+    """MLflow's run comparison of the sweep's child runs: the parallel coordinates plot shows the searched
+    params against the sweep's metric as they are, and the contour plot plots them against each other."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    sweep.to_mlflow(tracking_uri=server, experiment=EXPERIMENT)
+    client = MlflowClient(tracking_uri=server)
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    children = client.search_runs([experiment_id], "tags.`rlsweep.kind` = 'trial'")
+    searched, metric = sorted(sweep.spec.search_space.paths), sweep.spec.metric.name
+    assert searched == ["training.gamma", "training.lr"]
+
+    browser = _chromium()
+    try:
+        browser.get(_compare_page(server, experiment_id, [r.info.run_id for r in children]))
+        axes = lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, ".pcp-plot .axis-title")]  # noqa: E731
+        # The plot is drawn as soon as the runs arrive; its axes are the params and metric MLflow pre-selects.
+        WebDriverWait(browser, 90).until(lambda b: metric in axes(b))
+        assert axes(browser) == [*searched, metric]
+        # Each searched param's axis spans the trials' draws as numbers (not categories of strings).
+        for path in searched:
+            values = [t.config[path] for t in sweep.trials]
+            ticks = browser.execute_script(
+                "return Array.from(document.querySelectorAll('.pcp-plot .y-axis')).filter("
+                "a => a.querySelector('.axis-title').textContent === arguments[0]).map("
+                "a => Array.from(a.querySelectorAll('.axis-extent-top, .axis-extent-bottom')).map(t => t.textContent))[0]",
+                path,
+            )
+            assert sorted(float(t) for t in ticks) == pytest.approx([min(values), max(values)], abs=1e-5), (path, ticks)
+        shot = tmp_path / "mlflow_compare_parallel.png"
+        screenshot(browser, shot)
+        print(f"screenshot: {shot}")
+
+        # The contour plot's axes: the first two numeric params by name, so the searched ones; the metric
+        # is chosen as Z (MLflow's default Z is the first metric by name).
+        browser.find_element(By.XPATH, "//button[@role='tab' and normalize-space()='Contour Plot']").click()
+        selector = lambda axis: browser.find_element(By.ID, f"{axis}axis-selector")  # noqa: E731
+        WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.ID, "zaxis-selector"))
+        assert [selector(a).get_attribute("value") for a in "xy"] == [f"param-{p}" for p in searched]
+        selector("z").click()
+        options = WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.CSS_SELECTOR, "[role='option']"))
+        assert [o.text for o in options if o.text in searched] == searched
+        next(o for o in options if o.text == metric).click()
+        WebDriverWait(browser, 30).until(lambda b: selector("z").get_attribute("value") == f"metric-{metric}")
+        # A contour is drawn: X and Y each have distinct values over the trials.
+        WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.CSS_SELECTOR, "[role='tabpanel'] .js-plotly-plot .contour"))
+        assert "enough unique data points" not in browser.find_element(By.TAG_NAME, "body").text
+        shot = tmp_path / "mlflow_compare_contour.png"
+        screenshot(browser, shot)
+        print(f"screenshot: {shot}")
     finally:
         browser.quit()

@@ -60,3 +60,27 @@ def test_nothing_in_the_repository_points_outside_it():
             continue
         text = path.read_text(errors="replace")
         assert not any(words in text.lower() for words in OUTSIDE), name
+
+
+def test_the_pairing_table_in_the_choosing_guide_is_what_validate_enforces():
+    """Each cell of the guide's searcher x scheduler table says what the registry's pairing rule decides, and
+    every searcher and scheduler has its row or column."""
+    from rlsweep.schedulers import SCHEDULERS, SEARCHERS
+    from rlsweep.schedulers._registry import pairs
+
+    text = (REPO / "docs" / "guides" / "choosing.md").read_text()
+    table = text.split("## What pairs with what", 1)[1].split("\n\n", 2)[1]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()]
+    header, body = rows[0], rows[2:]
+    columns = [re.findall(r"`([\w-]+)`", cell) for cell in header[1:]]
+    seen_searchers = set()
+    for row in body:
+        for searcher in re.findall(r"`([\w-]+)`", row[0]):
+            seen_searchers.add(searcher)
+            for names, cell in zip(columns, row[1:]):
+                for scheduler in names:
+                    says = cell.split()[0]
+                    assert says in ("yes", "no"), cell
+                    assert (says == "yes") == pairs(SEARCHERS[searcher], SCHEDULERS[scheduler]), (searcher, scheduler)
+    assert seen_searchers == set(SEARCHERS)
+    assert {name for names in columns for name in names} == set(SCHEDULERS)

@@ -14,9 +14,9 @@ from typing import Any
 from rlsweep import sweep
 from rlsweep.progress import checked_mode
 from rlsweep.analysis import Best, load, live_logger, set_retrainer, trace_target
-from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError
+from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError, UsageError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
-from rlsweep.spec import SweepSpec
+from rlsweep.spec import SweepSpec, storage_problem
 
 log = logging.getLogger("rlsweep")
 
@@ -100,6 +100,8 @@ def run(
         IncompatibleError: A trial cannot fit the cluster.
     """
     checked_mode(progress)
+    if storage is not None and (problem := storage_problem(storage)):
+        raise UsageError(problem, "storage")
     path, errored = sweep.run(
         spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
         trace=trace_target, progress_mode=progress,

@@ -298,7 +298,7 @@ class SweepSpec(Section):
     report: ReportSpec = ReportSpec()
     """which RLlib keys each result row keeps, and Tune's own loggers"""
     storage: Text = DEFAULT_STORAGE
-    """where experiment directories go: a path or a pyarrow-supported URI"""
+    """where experiment directories go: a folder path, not a URI (on a multi-node cluster, a shared filesystem such as NFS mounted at the same path on every node)"""
     ray: RaySpec = RaySpec()
     """the Ray runtime or cluster"""
     mlflow: MlflowSpec | None = MlflowSpec()
@@ -592,12 +592,24 @@ def _numbers_read_as_text(doc: Mapping[str, Any]) -> list[Problem]:
     return found
 
 
+def storage_problem(storage: str) -> str | None:
+    """Why ``storage`` cannot hold sweeps, or None. rlsweep writes and reads its experiment directories with
+    local file operations, so a URI (``s3://bucket``) would become a local folder named ``s3:``; on a
+    cluster, storage is a shared filesystem mounted at the same path on every node."""
+    if "://" in storage:
+        return (f"must be a folder path, not a URI (on a multi-node cluster, a shared filesystem such as NFS "
+                f"mounted at the same path on every node), got {shorten(storage)}")
+    if Path(storage).expanduser().is_file():
+        return f"is a file, not a folder: {shorten(storage)}"
+    return None
+
+
 def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
     """Rules between sections, checked on whatever sections parsed."""
     problems = _numbers_read_as_text(doc)
     storage = values.get("storage")
-    if isinstance(storage, str) and "://" not in storage and Path(storage).expanduser().is_file():
-        problems.append(Problem("storage", f"is a file, not a folder: {shorten(storage)}"))
+    if isinstance(storage, str) and (problem := storage_problem(storage)):
+        problems.append(Problem("storage", problem))
     name = values.get("name")
     if isinstance(name, str) and (not _NAME_RE.match(name) or ".." in name):
         problems.append(Problem("name", f"must be a folder name of letters, digits, '.', '_' and '-' (no '..'), got {name!r}"))

@@ -243,6 +243,8 @@ def test_rlsweep_validate_exits_2_with_a_short_error_and_no_traceback(tmp_path, 
         ({"config": {"rl_module.model_config.fcnet_hidens": [8]}}, "config.rl_module.model_config.fcnet_hidens", "fcnet_hiddens"),
         ({"config": {"rl_module.model_config": {"fcnet_hidens": [8]}}}, "config.rl_module.model_config", "fcnet_hiddens"),
         ({"storage": "/etc/hostname"}, "storage", "is a file"),
+        # A URI would become a local folder named 's3:' (rlsweep's store is a filesystem path).
+        ({"storage": "s3://bucket/sweeps"}, "storage", "not a URI"),
     ],
 )
 def test_what_used_to_validate_and_then_fail_every_trial_is_refused_before_launch(changes, path, says):

@@ -331,3 +331,17 @@ def test_a_spec_that_cuts_its_own_rollout_fragments_keeps_one_env_per_runner():
     assert settings_for(rlsweep.load_spec(TINY_SPEC, preflight=False), {})["env_runners.num_envs_per_env_runner"] == 1
     default = rlsweep.load_spec(with_changes(config={}), preflight=False)
     assert settings_for(default, {})["env_runners.num_envs_per_env_runner"] == 8
+
+
+def test_a_storage_override_that_is_a_uri_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """``run(storage=...)`` (the CLI's ``--storage``) is held to the spec's storage rule: a URI would be written
+    as a local folder named after it."""
+    import rlsweep
+    from rlsweep.errors import UsageError
+    from tests.conftest import small_ppo
+
+    monkeypatch.chdir(tmp_path)
+    spec = rlsweep.load_spec(small_ppo("uri", tmp_path / "results", budget={"env_steps": 1000, "trials": 1}), preflight=False)
+    with pytest.raises(UsageError, match=r"storage: must be a folder path, not a URI .*got 's3://bucket/sweeps'"):
+        rlsweep.run(spec, storage="s3://bucket/sweeps")
+    assert list(tmp_path.iterdir()) == []

@@ -237,7 +237,7 @@ def _node_problems(spec: SweepSpec, nodes: list[tuple[float, float]]) -> list[Pr
             where = _setting(spec, _bundle_setting(spec, draw, role, resource))
             asked = f"{bundle.get('CPU', 0):g} CPU(s)" + (f" and {bundle['GPU']:g} GPU(s)" if bundle.get("GPU") else "")
             problems.setdefault(where, Problem(where, (
-                f"{_PROCESS[role]} of a trial asks for {asked} on one node (a process does not span nodes) but the "
+                f"{_PROCESS[role]}{'' if role == 'main' else ' of a trial'} asks for {asked} on one node (a process does not span nodes) but the "
                 f"largest node of the Ray cluster has {most_cpus:g} CPU(s) and {most_gpus:g} GPU(s); it would wait "
                 f"PENDING forever. Lower {where.split('.', 1)[1]}, or add a node that large")))
         if strategy == "STRICT_PACK":
@@ -270,6 +270,27 @@ def _gpu_problems(spec: SweepSpec, cluster_gpus: float) -> list[Problem]:
     return []
 
 
+def _cpu_culprit(
+    spec: SweepSpec, draw: Mapping[str, Any], demand: Mapping[str, tuple[int, float]], cluster_cpus: float
+) -> tuple[str, str]:
+    """The setting to lower for a trial too large for the cluster's CPUs, and the hint: the largest share's.
+    The trial's own process is sized by its own setting (or by ``num_cpus_per_learner`` when it learns); remote
+    workers by their count, unless one of them alone is more than the cluster has beside the trial's process,
+    when fewer of them would not help and their size is the setting."""
+    process = demand.get("process", (1, 0.0))[1]
+    remote = {role: demand[role] for role in _SETTING_FOR if role in demand and demand[role][0]}
+    largest = max(remote, key=lambda role: remote[role][1], default=None)
+    if largest is None or process >= remote[largest][1]:
+        path = _bundle_setting(spec, draw, "main", "CPU")
+        return _setting(spec, path), f"lower {path} (the CPUs of the trial's own process)"
+    count, cpus = remote[largest]
+    if cpus / count > cluster_cpus - process:
+        path = _BUNDLE_SETTING[largest, "CPU"]
+        return _setting(spec, path), f"lower {path} (one {largest.replace('_', ' ')} alone does not fit beside the trial's process)"
+    what = "learns" if largest == "learner" else "samples"
+    return _cpu_setting(spec, largest), f"lower {_SETTING_FOR[largest]} (0 {what} in the trial's own process)"
+
+
 def resource_problems(
     spec: SweepSpec, cluster_cpus: float, cluster_gpus: float | None = None, nodes: list[tuple[float, float]] | None = None
 ) -> tuple[list[Problem], float]:
@@ -283,12 +304,12 @@ def resource_problems(
         # On one node the cluster-wide checks say it all; what the cluster as a whole lacks is said once.
         reported = {p.path for p in gpu_problems}
         gpu_problems += [p for p in _node_problems(spec, nodes) if p.path not in reported]
-    needed, demand = 0.0, {}
+    needed, demand, sized = 0.0, {}, {}
     for draw in _sized_draws(spec):
         found = _cpu_demand(spec, draw)
         total = sum(cpus for _, cpus in found.values())
         if total > needed:
-            needed, demand = total, found
+            needed, demand, sized = total, found, draw
     if needed <= cluster_cpus:
         return gpu_problems, needed
     names = {"process": "the trial's own process", "env_runner": "env runner", "learner": "learner"}
@@ -299,13 +320,7 @@ def resource_problems(
             parts.append(f"{cpus:g} for {names[role]}")
         elif count:
             parts.append(f"{cpus:g} for {count} {names[role]}{'s' if count > 1 else ''}")
-    remote = {role: demand[role][1] for role in _SETTING_FOR if role in demand}
-    culprit = max(remote, key=lambda role: remote[role]) if remote else "env_runner"
-    where = _cpu_setting(spec, culprit)
-    hint = (
-        "lower learners.num_learners (0 learns in the trial's own process)" if culprit == "learner"
-        else "lower env_runners.num_env_runners (0 samples in the trial's own process)"
-    )
+    where, hint = _cpu_culprit(spec, sized, demand, cluster_cpus)
     seeds = f" (x{spec.seeds.per_trial} seeds per trial)" if spec.seeds.per_trial > 1 else ""
     return [
         Problem(

@@ -65,8 +65,10 @@ class SweepState:
     by_trial: dict[str, TrialState] = field(default_factory=dict)
     configs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     best: tuple[float, str] | None = None
-    #: Env steps a resumed sweep had run before it resumed (not counted in the rate behind the ETA).
-    done_before: int = 0
+    #: Env steps the trials ran since this view started: the rate behind the ETA. A resumed sweep's trials
+    #: had run steps before, and a trial that goes on from an earlier checkpoint than its last result
+    #: runs some again; only the increases of each trial's count since are counted.
+    ran: int = 0
     #: Held while the state changes (Tune's thread) and while the live view reads it (rich's thread).
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -83,15 +85,18 @@ class SweepState:
 
     def restored(self, trials: list[Any], config_of: Callable[[Any], Mapping[str, Any] | None] = lambda t: None) -> None:
         """Count the trials a resumed sweep starts with (Tune's trials): their last results, and those that
-        had ended; the ETA counts only the env steps run from here on."""
+        had ended (also a trial that failed before its first result); the ETA counts only the env steps run
+        from here on."""
         with self.lock:
+            ran = self.ran
             for trial in trials:
-                if trial.trial_id in self.by_trial or not trial.last_result:
+                if trial.trial_id in self.by_trial:
                     continue
-                self.result(trial.trial_id, trial.last_result, config_of(trial))
+                if trial.last_result:
+                    self._result(trial.trial_id, trial.last_result, config_of(trial))
                 if trial.status in ("TERMINATED", "ERROR"):
                     self.ended(trial.trial_id, error=trial.status == "ERROR")
-            self.done_before = self.done
+            self.ran = ran
 
     def result(self, trial_id: str, result: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> None:
         with self.lock:
@@ -99,7 +104,9 @@ class SweepState:
 
     def _result(self, trial_id: str, result: Mapping[str, Any], config: Mapping[str, Any] | None) -> None:
         trial = self.by_trial.setdefault(trial_id, TrialState())
-        trial.env_steps = int(result.get(ENV_STEPS, trial.env_steps) or 0)
+        steps = int(result.get(ENV_STEPS, trial.env_steps) or 0)
+        self.ran += max(0, steps - trial.env_steps)
+        trial.env_steps = steps
         rate = result.get("env_steps_per_s")
         trial.steps_per_s = float(rate) if isinstance(rate, (int, float)) else trial.steps_per_s
         value = result.get(self.metric)
@@ -129,10 +136,9 @@ class SweepState:
     def eta_s(self) -> float | None:
         """Seconds left at the rate so far (None before any env step)."""
         elapsed = self.clock() - self.started
-        ran = self.done - self.done_before
-        if ran <= 0 or elapsed <= 0:
+        if self.ran <= 0 or elapsed <= 0:
             return None
-        return max(0.0, (self.planned - self.done) / (ran / elapsed))
+        return max(0.0, (self.planned - self.done) / (self.ran / elapsed))
 
     def counts(self) -> dict[str, int]:
         found = {"running": 0, "finished": 0, "stopped": 0, "errored": 0}

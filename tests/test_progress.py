@@ -161,17 +161,24 @@ def test_a_resumed_sweep_counts_the_trials_it_restored_and_its_eta_only_the_step
                         last_result={"env_steps": 4000, "return_mean": 50.0}),
         SimpleNamespace(trial_id="half", status="PENDING", config={"training.lr": 0.001},
                         last_result={"env_steps": 2000, "return_mean": 20.0}),
+        # Failed before its first result: it will run none of its budget.
+        SimpleNamespace(trial_id="broke", status="ERROR", config={"training.lr": 0.01}, last_result={}),
     ]
     callback.on_step_begin(0, restored)
     callback.on_step_begin(1, restored)  # counted once
     state = callback.state
-    assert state.counts() == {"running": 1, "finished": 1, "stopped": 0, "errored": 0}
-    assert (state.done, state.planned) == (6000, 12000)
+    assert state.counts() == {"running": 1, "finished": 1, "stopped": 0, "errored": 1}
+    assert (state.done, state.planned) == (6000, 8000)
     assert "trial done: training.lr=0.003" in state.best_text()
-    clock.now += 10
+    assert state.eta_s() is None  # nothing run since the resume
+    # The unfinished trial goes on from its checkpoint at 1,000 env steps, before its last result (2,000).
+    clock.now += 5
+    state.result("half", {"env_steps": 1500, "return_mean": 15.0})
+    clock.now += 5
     state.result("half", {"env_steps": 3000, "return_mean": 30.0})
-    # 1,000 env steps in 10 s since the resume: the 5,000 left take 50 s (not 7 s).
-    assert state.eta_s() == pytest.approx(50.0)
+    # 1,500 env steps counted in 10 s since the resume (the climb from 1,500 to 3,000): the 1,000 left
+    # take 6.7 s. Counting from the restored total would give no ETA at all until the trial passed 2,000.
+    assert state.eta_s() == pytest.approx(1000 / 150)
 
 
 def test_an_unknown_progress_mode_is_refused_before_the_sweep_starts(tmp_path):

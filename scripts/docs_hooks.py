@@ -121,6 +121,15 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """A page's link to the repository's README.md (the home page when browsing the repository) is the
+    site's home page, which is made from it."""
+    import re
+
+    home = "../" * page.file.src_uri.count("/") + "index.md"
+    return re.sub(r"\]\((?:\.\./)+README\.md(#[^)\s]*)?\)", lambda m: f"]({home}{m.group(1) or ''})", markdown)
+
+
 if __name__ == "__main__":
     from pathlib import Path
 

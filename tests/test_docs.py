@@ -23,6 +23,8 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     home = (tmp_path / "site" / "index.html").read_text()
     assert "./scripts/demo" in home and 'href="guides/spec/"' in home and 'src="img/mlflow.png"' in home
+    # A page's link to README.md (right when browsing the repository) is the home page on the site.
+    assert 'href="../../#the-two-commands"' in (tmp_path / "site" / "guides" / "first-sweep" / "index.html").read_text()
     reference = (tmp_path / "site" / "reference" / "spec" / "index.html").read_text()
     assert "budget" in reference and "nevergrad" in reference
 

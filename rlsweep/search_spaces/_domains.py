@@ -207,8 +207,9 @@ class SearchSpace:
             if options is None:
                 return None
             values.append(options)
-        # Depth first over the active parameters only, stopping once more than ``limit`` are found: the work
-        # is bounded by ``limit`` configs whatever the product of the domains' sizes.
+        # Depth first over the active parameters only, stopping once more than ``limit`` are found: each leaf
+        # is another config (every branch sets an active parameter to another value), so the work is bounded
+        # by ``limit`` configs whatever the product of the domains' sizes.
         seen: set[str] = set()
         stack: list[tuple[int, dict[str, Any]]] = [(0, {})]
         while stack:
@@ -230,7 +231,9 @@ def _finite_values(domain: Domain, limit: int) -> list[Any] | None:
     if isinstance(domain, Fixed):
         return [domain.value]
     if isinstance(domain, Choice):
-        return list(domain.values)
+        # A value listed twice is one config, and one branch of the count (else 20 choices of [1, 1] take
+        # a million steps to count one config).
+        return list({repr(value): value for value in domain.values}.values())
     if isinstance(domain, (RandInt, QRandInt, QUniform)):
         step = getattr(domain, "q", 1)
         count = int(round((domain.high - domain.low) / step)) + 1

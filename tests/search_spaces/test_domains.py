@@ -57,3 +57,10 @@ def test_a_huge_finite_space_is_found_too_large_without_enumerating_it():
     assert space.distinct_configs(10_000) is None
     assert Counted.looks < 20 * 10_000
     assert SearchSpace(space.parameters[:1]).distinct_configs(10_000) == 200
+
+
+def test_a_value_listed_twice_is_one_config_and_one_branch():
+    space = SearchSpace(tuple(Counted(f"training.p{i}", Choice((1, 1))) for i in range(20)))
+    Counted.looks = 0
+    assert space.distinct_configs(10) == 1
+    assert Counted.looks < 1_000  # not 2^20 branches to find the one config

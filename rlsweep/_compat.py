@@ -70,7 +70,7 @@ def trial_index() -> int:
 
 
 def write_trial_file(name: str, text: str) -> None:
-    """Write a file into the running trial's folder in the experiment's storage (local or a pyarrow URI).
+    """Write a file into the running trial's folder in the experiment's storage (a folder path).
     Ray 2.60: ``tune.get_context().get_storage()`` (a DeveloperAPI ``StorageContext``); the trial's own
     working directory is a temporary folder that is not synced by default."""
     from ray import tune

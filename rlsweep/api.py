@@ -91,7 +91,7 @@ def run(
         address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
         verbose: 0 prints nothing; 1 shows the sweep's progress (a live view on a terminal, plain lines at a
             bounded rate elsewhere).
-        progress: ``bar`` | ``lines`` | ``none`` (only failed trials): the progress view, whatever the
+        progress: ``bar`` | ``lines`` | ``results`` | ``none`` (only failed trials): the progress view, whatever the
             terminal (:mod:`rlsweep.progress`).
         stopper: An extra ``ray.tune.Stopper`` beside the spec's ``stop`` thresholds, e.g. one that ends
             the whole sweep once a condition holds (``benchmarks/time_to_solve.py``).
@@ -149,15 +149,15 @@ def confirm(
 
 def check_memory(spec: SweepSpec, *, address: str | None = None) -> sweep.MemoryFit | None:
     """What :func:`run` checks before launch, without running the sweep: join ``address`` (or start a
-    local Ray runtime), check that one trial's CPUs fit, then measure one trial at the search space's most
-    memory-hungry corner and how many such trials the nodes' memory holds at once. None when the spec turns
-    the measurement off (``ray.memory_check: false``).
+    local Ray runtime), check that one trial's CPUs fit and that every node sees the spec's storage, then
+    measure one trial at the search space's most memory-hungry corner and how many such trials the nodes'
+    memory holds at once. None when the spec turns the measurement off (``ray.memory_check: false``).
 
     Raises:
         IncompatibleError: one trial fits no node (CPUs or memory), or ``budget.max_concurrent`` trials do
             not fit the memory Ray reports.
     """
-    return sweep.fit_memory(spec, sweep.fit_cluster(spec, address))
+    return sweep.fit_memory(spec, sweep.fit_cluster(spec, address, Path(spec.storage)))
 
 
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:

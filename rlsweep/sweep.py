@@ -260,17 +260,79 @@ def _raise_spec_problems(root: Path) -> None:
         raise SpecError([*problems, Problem("", f"the sweep at {root} stopped: every trial would fail the same way")])
 
 
-def fit_cluster(spec: SweepSpec, address: str | None) -> float:
-    """Join or start the Ray runtime and check that the largest trial fits it; returns the CPUs one trial
+def fit_cluster(spec: SweepSpec, address: str | None, storage: Path | None = None) -> float:
+    """Join or start the Ray runtime and check that the largest trial fits it, and that every node sees
+    ``storage`` (the folder the trials will write into; None: not checked); returns the CPUs one trial
     needs. Raises :class:`IncompatibleError` where it does not fit."""
     import ray
 
     cpus = ensure_ray(spec, address)
     nodes = [(float(n["Resources"].get("CPU", 0)), float(n["Resources"].get("GPU", 0))) for n in ray.nodes() if n.get("Alive")]
     problems, trial_cpus = resource_problems(spec, cpus, float(ray.cluster_resources().get("GPU", 0)), nodes)
+    if storage is not None:
+        problems += storage_problems(storage, address or spec.ray.address)
     if problems:
         raise IncompatibleError(problems)
     return trial_cpus
+
+
+#: How long a node may take to start a worker and answer whether it sees the storage folder.
+STORAGE_CHECK_TIMEOUT_S = 120.0
+
+
+def storage_problems(storage: Path, address: str | None) -> list[Problem]:
+    """The nodes of the joined cluster that cannot read a file this process writes under ``storage``.
+
+    A trial writes its rows and checkpoints into the experiment directory from whichever node it runs on, and
+    the driver reads them there; a folder local to one machine is another, empty folder on the others (Ray
+    then fails each trial there at its first checkpoint, minutes in). Checked when the cluster has more than
+    one node, or the driver joined it from outside (``ray://``): a task on each node reads the file back.
+    """
+    import uuid
+
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    if len(alive) < 2 and not str(address or "").startswith("ray://"):
+        return []
+    storage = Path(storage).expanduser().resolve()
+    storage.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
+    marker = storage / f".rlsweep-storage-check-{token}"
+    marker.write_text(token)
+    read = ray.remote(num_cpus=0, max_retries=0)(_read_text)
+    try:
+        reads = {
+            node["NodeID"]: read.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            ).remote(str(marker))
+            for node in alive
+        }
+        ready, _ = ray.wait(list(reads.values()), num_returns=len(reads), timeout=STORAGE_CHECK_TIMEOUT_S)
+        blind = []
+        for node in alive:
+            ref = reads[node["NodeID"]]
+            seen = ray.get(ref) if ref in ready else None
+            if seen != token:
+                why = "did not answer" if ref not in ready else "cannot read it"
+                blind.append(f"{node['NodeID'][:8]} at {node.get('NodeManagerAddress', '?')} ({why})")
+    finally:
+        marker.unlink(missing_ok=True)
+    if not blind:
+        return []
+    return [Problem("storage", (
+        f"{storage} is not shared with every node of the cluster: a file written there from this process is not "
+        f"there for node {', '.join(blind)}. Trials write their results and checkpoints into it from the node "
+        f"they run on; use a folder every node mounts at the same path (NFS), with storage or --storage"
+    ))]
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
 
 
 def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
@@ -374,7 +436,7 @@ def _run(
     from rlsweep.schedulers._traced import TrialSpans, traced_scheduler
 
     with tracer.span("preflight", address=address or spec.ray.address or "local"):
-        trial_cpus = fit_cluster(spec, address)
+        trial_cpus = fit_cluster(spec, address, Path(storage or spec.storage))
         memory = None
         if spec.ray.memory_check:
             with tracer.span("memory_check"):
@@ -493,7 +555,7 @@ def resume(
     if damage := store.resume_problems(root):
         raise SweepError(f"{root}: cannot resume safely: " + "; ".join(damage))
     spec = load_spec(ran if ran is not None else now, preflight=False)
-    trial_cpus = fit_cluster(spec, address)
+    trial_cpus = fit_cluster(spec, address, root.parent)
     if (recorded := _recorded_memory(info)) is not None:
         check_reading(spec, recorded, trial_cpus)  # the cluster it resumes on may be smaller
     sweep_id = str(info.get("sweep_id", ""))
@@ -585,7 +647,7 @@ def run_confirmation(
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    trial_cpus = fit_cluster(spec, address)
+    trial_cpus = fit_cluster(spec, address, root)
     # The sweep's pre-flight reading: the configurations it confirms are of that space. A confirmation
     # trial trains one seed; a reading of a trial holding several is not its size, so it reserves none.
     memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None

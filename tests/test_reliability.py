@@ -413,6 +413,77 @@ def test_a_sweep_runs_on_a_two_node_cluster(tmp_path):
     assert {t["node"] for t in trials.values()} == set(report["nodes"])
 
 
+UNSHARED_STORAGE_SCRIPT = textwrap.dedent(
+    """
+    import json, os, shutil, signal, subprocess, sys, time
+    from pathlib import Path
+    import psutil, ray
+    from ray.cluster_utils import Cluster
+    import rlsweep
+    from rlsweep.errors import IncompatibleError
+    from rlsweep.sweep import fit_cluster
+    from tests.conftest import small_ppo
+
+    results, shared = Path(sys.argv[1]), Path(sys.argv[1]).parent / "shared"
+    results.mkdir(parents=True)
+    shared.mkdir()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    # A second machine, as far as the storage folder goes: a node whose processes see an empty folder of
+    # their own (a tmpfs in a private mount namespace) where this process sees `results`.
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    node = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f"mount -t tmpfs tmpfs {results} && exec {ray_cli} start --address {cluster.address} --num-cpus 1 --block"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    report = {"refused": {}}
+    try:
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        deadline = time.monotonic() + 120
+        while sum(1 for n in ray.nodes() if n["Alive"]) < 2:
+            if node.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the second node did not join: " + node.stderr.read()[-2000:])
+            time.sleep(0.5)
+        report["nodes"] = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+        report["head"] = ray.get_runtime_context().get_node_id()
+        spec = rlsweep.load_spec(small_ppo("unshared", str(results), budget={"env_steps": 1000, "trials": 2}), preflight=False)
+        try:
+            rlsweep.run(spec, address=cluster.address, verbose=0)
+        except IncompatibleError as exc:
+            report["refused"] = {p.path: p.message for p in exc.problems}
+        report["left_in_results"] = sorted(p.name for p in results.iterdir())
+        # The same cluster with a folder both nodes see passes the check.
+        fit_cluster(spec, cluster.address, shared)
+        report["left_in_shared"] = sorted(p.name for p in shared.iterdir())
+        print(json.dumps(report))
+    finally:
+        ray.shutdown()
+        started = [node, *psutil.Process(node.pid).children(recursive=True)] if node.poll() is None else []
+        for process in started:
+            with __import__("contextlib").suppress(psutil.NoSuchProcess, ProcessLookupError):
+                process.send_signal(signal.SIGKILL)
+        node.wait(30)
+        cluster.shutdown()
+    """
+)
+
+
+@pytest.mark.skipif(
+    subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode != 0,
+    reason="needs unshare --mount (root) to give a node a folder of its own",
+)
+def test_a_storage_folder_that_a_node_does_not_see_is_refused_before_the_sweep_starts(tmp_path):
+    """On a cluster whose second node has its own empty folder at the storage path (as a local disk on another
+    machine is), the sweep is refused at ``storage``, naming that node, before any trial runs: Ray itself would
+    fail each trial there at its first checkpoint. A folder both nodes see passes."""
+    report = _on_a_cluster(tmp_path, UNSHARED_STORAGE_SCRIPT)
+    (other,) = set(report["nodes"]) - {report["head"]}
+    message = report["refused"]["storage"]
+    assert "is not shared with every node" in message and other[:8] in message and report["head"][:8] not in message
+    # Nothing was started or left behind: no experiment directory, no check file.
+    assert report["left_in_results"] == [] and report["left_in_shared"] == []
+
+
 LEARNERS_SCRIPT = textwrap.dedent(
     """
     import json, sys

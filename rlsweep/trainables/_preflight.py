@@ -190,11 +190,6 @@ def _cpu_demand(spec: SweepSpec, draw: Mapping[str, Any], resource: str = "CPU")
 _SETTING_FOR = {"env_runner": "env_runners.num_env_runners", "learner": "learners.num_learners"}
 
 
-def _cpu_setting(spec: SweepSpec, role: str) -> str:
-    path = _SETTING_FOR[role]
-    return f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
-
-
 #: The setting that sizes each kind of process's bundle, by resource.
 _BUNDLE_SETTING = {
     ("learner", "CPU"): "learners.num_cpus_per_learner",
@@ -259,8 +254,7 @@ def _gpu_problems(spec: SweepSpec, cluster_gpus: float) -> list[Problem]:
         needed = sum(gpus for _, gpus in demand.values())
         if needed <= cluster_gpus:
             continue
-        path = "learners.num_gpus_per_learner"
-        where = f"search_space.{path}" if path in spec.search_space.paths else f"config.{path}"
+        where = _setting(spec, "learners.num_gpus_per_learner")
         asks = []
         for role, (count, gpus) in demand.items():
             if gpus:
@@ -288,7 +282,7 @@ def _cpu_culprit(
         path = _BUNDLE_SETTING[largest, "CPU"]
         return _setting(spec, path), f"lower {path} (one {largest.replace('_', ' ')} alone does not fit beside the trial's process)"
     what = "learns" if largest == "learner" else "samples"
-    return _cpu_setting(spec, largest), f"lower {_SETTING_FOR[largest]} (0 {what} in the trial's own process)"
+    return _setting(spec, _SETTING_FOR[largest]), f"lower {_SETTING_FOR[largest]} (0 {what} in the trial's own process)"
 
 
 def resource_problems(

@@ -104,7 +104,11 @@ def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any]
     (path / SPEC_FILE).write_text(spec_yaml)
     sweep_id = uuid.uuid4().hex
     # The spec as it ran, kept apart from the YAML file, so an edit before a resume is found and listed.
-    info = {"sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "spec": dict(document), **facts}
+    # The path it started at tells a copy of the folder (which keeps the sweep id) from the original.
+    info = {
+        "sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "path": str(path.resolve()),
+        "spec": dict(document), **facts,
+    }
     (path / SWEEP_FILE).write_text(json.dumps(info, default=str))
     return sweep_id
 
@@ -117,6 +121,11 @@ def read_sweep_info(path: Path) -> dict[str, Any]:
         raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE}: {exc})") from None
     if not isinstance(info, dict) or "sweep_id" not in info:
         raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE} has no sweep_id)")
+    # rlsweep writes a uuid's hex; MLflow finds a sweep's runs by it, inside a quoted filter.
+    if not (isinstance(info["sweep_id"], str) and re.fullmatch(r"[0-9A-Za-z_-]{1,64}", info["sweep_id"])):
+        raise SweepError(f"{path}: {SWEEP_FILE}: sweep_id must be letters, digits, '_' or '-', got {info['sweep_id']!r:.80}")
+    if not isinstance(info.get("path", ""), str):
+        raise SweepError(f"{path}: {SWEEP_FILE}: path must be a string, got {info['path']!r:.80}")
     return info
 
 

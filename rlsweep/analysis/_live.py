@@ -30,6 +30,7 @@ from rlsweep.analysis._mlflow import (
     log_rows,
     missing_entities,
     parent_run,
+    sweep_key,
     server_problem,
 )
 
@@ -54,6 +55,7 @@ class MlflowTailer:
 
     def __init__(self, spec: SweepSpec, path: Path, sweep_id: str) -> None:
         self.spec, self.path, self.sweep_id = spec, path, sweep_id
+        self.original_id = sweep_id  # the sweep's own id; sweep_id becomes its runs' key (a copy's differs)
         self.client: Any = None
         self.experiment: str | None = None
         self.parent: str | None = None
@@ -76,9 +78,17 @@ class MlflowTailer:
         with store.mlflow_lock(self.path):
             if self.experiment is None or self.parent is None:
                 self.experiment = experiment_id(client, settings.experiment)
+                # A resumed copy of a sweep folder logs to runs of its own, never to the original's.
+                original = self.original_id
+                self.sweep_id, note = sweep_key(
+                    client, self.experiment, original, self.path, store.read_sweep_info(self.path).get("path")
+                )
+                if note is not None:
+                    log.warning("%s", note)
                 self.parent = parent_run(
                     client, self.experiment, self.spec, self.sweep_id, self.path,
                     str(self.spec.searcher.name), str(self.spec.scheduler.name),
+                    original if self.sweep_id != original else None,
                 )
             if any(t not in self.tails for t in trials):
                 for trial_id, run in child_runs(client, self.experiment, self.sweep_id).items():

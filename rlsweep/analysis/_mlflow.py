@@ -13,7 +13,10 @@ the other, the second finds everything and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
 import math
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -23,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from rlsweep import store
-from rlsweep.errors import ExportError, UsageError
+from rlsweep.errors import ExportError, SweepError, UsageError
 from rlsweep.metrics import ENV_STEPS, env_steps, exported_values
 from rlsweep.spec import DEFAULT_TRACKING_URI, MlflowSpec
+
+log = logging.getLogger("rlsweep")
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -34,6 +39,11 @@ if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
 
 SWEEP_TAG = "rlsweep.sweep_id"
+#: On a parent run: the experiment directory it was logged from. A folder copied from another keeps its sweep
+#: id, so the path is what tells the copy's runs from the original's.
+PATH_TAG = "rlsweep.path"
+#: On the parent run of a copied sweep folder: the sweep id of the sweep it was copied from.
+COPY_OF_TAG = "rlsweep.copy_of"
 TRIAL_TAG = "rlsweep.trial_id"
 KIND_TAG = "rlsweep.kind"
 ROWS_TAG = "rlsweep.rows_exported"
@@ -188,20 +198,55 @@ def _search_all(client: MlflowClient, experiment: str, query: str) -> list[Any]:
             return runs
 
 
+def sweep_key(client: MlflowClient, experiment: str, sweep_id: str, path: Path, recorded_path: str | None) -> tuple[str, str | None]:
+    """What the runs of the sweep folder at ``path`` are tagged with (:data:`SWEEP_TAG`), and a line for the
+    user where the folder is not where its sweep started.
+
+    A copied folder (``cp -a``) keeps its sweep id: writing it under that id would add its trials to the
+    original's parent run and move the original's best checkpoint into the copy. The path the sweep's runs
+    were logged from (the parent run's :data:`PATH_TAG`, else the path the sweep recorded when it started)
+    tells them apart: where that folder still holds this sweep, ``path`` is a copy and gets a parent run of
+    its own (its key derived from its path, so a second export finds it again); where it holds it no more,
+    the sweep moved and its runs follow it.
+    """
+    path = Path(path).resolve()
+    parents = _search_all(client, experiment, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{KIND_TAG}` = 'sweep'")
+    origin = parents[0].data.tags.get(PATH_TAG) if parents else recorded_path
+    if not origin or Path(origin) == path:
+        return sweep_id, None
+    if _holds_sweep(Path(origin), sweep_id):
+        key = f"{sweep_id}-copy-{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+        return key, (f"{path} is a copy of the sweep at {origin} (both have sweep id {sweep_id}): logged as a parent run "
+                     f"of its own (tag {COPY_OF_TAG}={sweep_id}); the original's runs are left as they are")
+    for parent in parents:
+        client.set_tag(parent.info.run_id, PATH_TAG, str(path))
+    return sweep_id, f"the sweep moved from {origin} to {path}: its MLflow runs now point here"
+
+
+def _holds_sweep(path: Path, sweep_id: str) -> bool:
+    try:
+        return str(store.read_sweep_info(path).get("sweep_id")) == sweep_id
+    except SweepError:
+        return False
+
+
 def parent_run(
-    client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id: str, path: Path, searcher: str, scheduler: str
+    client: MlflowClient, experiment: str, spec: SweepSpec, sweep_id: str, path: Path, searcher: str, scheduler: str,
+    copy_of: str | None = None,
 ) -> str:
-    """The sweep's parent run, created (with the spec as an artifact) the first time."""
+    """The sweep's parent run, created (with the spec as an artifact) the first time. ``sweep_id`` is the key
+    :func:`sweep_key` gave; ``copy_of`` the original's sweep id where the folder is a copy."""
     found = _search_all(client, experiment, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{KIND_TAG}` = 'sweep'")
     if found:
         return str(found[0].info.run_id)
     run = client.create_run(
         experiment,
-        run_name=spec.name,
+        run_name=spec.name if copy_of is None else f"{spec.name} (copy at {path})",
         tags={
             SWEEP_TAG: sweep_id,
             KIND_TAG: "sweep",
-            "rlsweep.path": str(path),
+            PATH_TAG: str(path),
+            **({COPY_OF_TAG: copy_of} if copy_of is not None else {}),
             "rlsweep.searcher": searcher,
             "rlsweep.scheduler": scheduler,
             "rlsweep.algorithm": spec.algorithm,
@@ -301,14 +346,17 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
         client.set_tag(parent_id, BEST_ARTIFACT_TAG, str(best.checkpoint))
 
 
-def _log_confirmation(client: MlflowClient, experiment: str, parent_id: str, sweep: SweepView, result: Mapping[str, Any]) -> None:
+def _log_confirmation(
+    client: MlflowClient, experiment: str, parent_id: str, sweep_id: str, sweep: SweepView, result: Mapping[str, Any],
+    ended: list[str],
+) -> None:
     """A child run per confirmed configuration (its values per test seed, IQM and interval), and on the
     parent the incumbent, the confirmation plot and the reproducibility record."""
     from mlflow.entities import Metric, RunTag
 
     from rlsweep.analysis._plots import confirmation_plot
 
-    query = f"tags.`{SWEEP_TAG}` = '{sweep.sweep_id}' and tags.`{KIND_TAG}` = 'confirmation'"
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{KIND_TAG}` = 'confirmation'"
     logged = {run.data.tags.get(TRIAL_TAG) for run in _search_all(client, experiment, query)}
     stamp = int(float(result.get("created", 0)) * 1000)
     for row in result["configurations"]:
@@ -317,8 +365,9 @@ def _log_confirmation(client: MlflowClient, experiment: str, parent_id: str, swe
         run = client.create_run(
             experiment,
             run_name=f"confirm-{row['trial_id']}",
-            tags={SWEEP_TAG: sweep.sweep_id, TRIAL_TAG: row["trial_id"], PARENT_TAG: parent_id, KIND_TAG: "confirmation"},
+            tags={SWEEP_TAG: sweep_id, TRIAL_TAG: row["trial_id"], PARENT_TAG: parent_id, KIND_TAG: "confirmation"},
         )
+        ended.append(run.info.run_id)
         values = {k: row[k] for k in ("iqm", "ci_low", "ci_high", "tuning_value", "rank")}
         values.update({f"p_beats/{other}": p for other, p in row["p_beats"].items()})
         points = [Metric(k, float(v), stamp, 0) for k, v in values.items() if isinstance(v, (int, float)) and math.isfinite(v)]
@@ -327,6 +376,7 @@ def _log_confirmation(client: MlflowClient, experiment: str, parent_id: str, swe
         params = param_entities({**row["config"], "test_seeds": result["test_seeds"], "rlsweep.tie_with_winner": row["tie_with_winner"]})
         client.log_batch(run.info.run_id, metrics=points, params=params, synchronous=True)
         client.set_terminated(run.info.run_id, status="FAILED" if row["missing"] else "FINISHED")
+        ended.remove(run.info.run_id)
     incumbent = result["configurations"][0] if result["configurations"] else None
     if incumbent is not None:
         client.log_batch(
@@ -404,41 +454,63 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str
 
     client = MlflowClient(tracking_uri=uri)
     experiment_ = experiment_id(client, experiment_name)
-    sweep_id, spec = sweep.sweep_id, sweep.spec
-    parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path, sweep.searcher, sweep.scheduler)
+    spec = sweep.spec
+    sweep_id, note = sweep_key(client, experiment_, sweep.sweep_id, sweep.path, sweep.info.get("path"))
+    if note is not None:
+        log.warning("%s", note)
+    copy_of = sweep.sweep_id if sweep_id != sweep.sweep_id else None
+    parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path, sweep.searcher, sweep.scheduler, copy_of)
     children = child_runs(client, experiment_, sweep_id)
-
-    all_finished = True
-    for trial in sweep.trials:
-        run = children.get(trial.trial_id)
-        if run is None:
-            run_id = create_child(
-                client, experiment_, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial)
-            )
-            done, current = 0, None
-        else:
-            run_id, current = run.info.run_id, run.info.status
-            done = int(run.data.tags.get(ROWS_TAG, 0))
-        params, tags = missing_entities(run, trial.settings, trial.config)
-        # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
-        raw = trial.raw_rows or trial.rows
-        if params or tags or len(raw) > done:
-            log_rows(client, run_id, raw[done:], len(raw), params, tags, metric=spec.metric.name)
-        if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
-            client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
-        status = _STATUS.get(trial.state)
-        if status is not None and current != status:
-            end = int(float(trial.rows[-1].get(store.TIMESTAMP_KEY, 0)) * 1000) if trial.rows else None
-            client.set_terminated(run_id, status=status, end_time=end or None)
-        if status is None:
-            all_finished = False
-        progress["trials"] += 1
-
-    if sweep.has_results():
-        _log_best(client, parent_id, sweep)
-    confirmation = sweep.confirmation()
-    if confirmation is not None:
-        _log_confirmation(client, experiment_, parent_id, sweep, confirmation)
-    if all_finished:
-        client.set_terminated(parent_id, status="FINISHED")
+    # Runs this export left RUNNING that should not be: where it fails part-way they are marked FAILED, so
+    # no run stays RUNNING for a trial (or a sweep) that has ended; the next export sets what is right.
+    ended: list[str] = []
+    try:
+        all_finished = True
+        for trial in sweep.trials:
+            run = children.get(trial.trial_id)
+            status = _STATUS.get(trial.state)
+            if run is None:
+                run_id = create_child(
+                    client, experiment_, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial)
+                )
+                done, current = 0, None
+            else:
+                run_id, current = run.info.run_id, run.info.status
+                done = int(run.data.tags.get(ROWS_TAG, 0))
+            if status is not None and current != status:
+                ended.append(run_id)
+            params, tags = missing_entities(run, trial.settings, trial.config)
+            # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
+            raw = trial.raw_rows or trial.rows
+            if params or tags or len(raw) > done:
+                log_rows(client, run_id, raw[done:], len(raw), params, tags, metric=spec.metric.name)
+            if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
+                client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
+            if status is not None and current != status:
+                end = int(float(trial.rows[-1].get(store.TIMESTAMP_KEY, 0)) * 1000) if trial.rows else None
+                client.set_terminated(run_id, status=status, end_time=end or None)
+                ended.remove(run_id)
+            if status is None:
+                all_finished = False
+            progress["trials"] += 1
+        if all_finished:
+            ended.append(parent_id)
+        if sweep.has_results():
+            _log_best(client, parent_id, sweep)
+        confirmation = sweep.confirmation()
+        if confirmation is not None:
+            _log_confirmation(client, experiment_, parent_id, sweep_id, sweep, confirmation, ended)
+        if all_finished:
+            client.set_terminated(parent_id, status="FINISHED")
+            ended.remove(parent_id)
+    except Exception:
+        _mark_failed(client, ended)
+        raise
     return parent_id
+
+
+def _mark_failed(client: MlflowClient, run_ids: Iterable[str]) -> None:
+    """Best effort, while an export fails: the store may be what failed."""
+    for run_id in run_ids:
+        with contextlib.suppress(Exception):
+            client.set_terminated(run_id, status="FAILED")

@@ -9,6 +9,49 @@ from typing import Any
 
 from rlsweep.errors import shorten
 
+#: The longest quote of a user exception's message in a problem.
+_MESSAGE_CHARS = 300
+
+
+class UserCodeFailed(Exception):
+    """User code (an env, a curriculum function) raised, or exited; the message says which and how, in one
+    line."""
+
+
+def exception_line(exc: BaseException) -> str:
+    """An exception in one line: ``ValueError: <its message>`` (never the traceback); ``SystemExit:
+    sys.exit(0) was called``."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: sys.exit({exc.code!r}) was called"
+    message = " ".join(str(exc).split())
+    if len(message) > _MESSAGE_CHARS:
+        message = message[:_MESSAGE_CHARS] + "..."
+    return type(exc).__name__ + (f": {message}" if message else "")
+
+
+def ended(what: str, exc: BaseException) -> str:
+    """How user code ended, in one line: ``the env's constructor called sys.exit(0)``, or ``... raised
+    ValueError: <its message>``."""
+    if isinstance(exc, SystemExit):
+        return f"{what} called sys.exit({exc.code!r})"
+    return f"{what} raised {exception_line(exc)}"
+
+
+def call_user(what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``, for user code run before launch: whatever it raises, ``SystemExit``
+    and other ``BaseException`` included (they would end rlsweep itself), becomes :class:`UserCodeFailed`;
+    only Ctrl-C (``KeyboardInterrupt``) goes through.
+
+    Raises:
+        UserCodeFailed: naming ``what`` and how it ended.
+    """
+    try:
+        return function(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - user code may raise or exit in any way
+        raise UserCodeFailed(ended(what, exc)) from None
+
 
 def resolve_env(env: str) -> Any:
     """A gymnasium id stays a string; ``package.module:EnvClass`` becomes the class."""
@@ -28,8 +71,10 @@ def env_problem(env: str) -> str | None:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             return f"cannot import module {module_name!r} ({exc})"
-        except Exception as exc:  # noqa: BLE001 - whatever the user's module raises as it is imported
-            return f"importing module {module_name!r} raised {type(exc).__name__}: {shorten(str(exc))}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - whatever the user's module raises (or exits with) as it is imported
+            return ended(f"importing module {module_name!r}", exc)
         if not hasattr(module, attribute):
             return f"module {module_name!r} has no attribute {attribute!r}"
         if not isinstance(getattr(module, attribute), type):
@@ -66,12 +111,47 @@ def made_env_problem(env: str, env_config: Mapping[str, Any]) -> tuple[str, str]
         return "env_config", f"{env} does not take this env_config: {shorten(str(exc))}"
     except Exception as exc:  # noqa: BLE001 - whatever the user's env raises
         return "env_config", f"making {env} with this env_config raised {type(exc).__name__}: {shorten(str(exc))}"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - sys.exit() in the env would end rlsweep without a word
+        how = ended("the env's constructor", exc)
+        return "env", f"{how} (making {env} as a trial would)"
     try:
         if not isinstance(made, (gymnasium.Env, MultiAgentEnv)):
             return "env", f"{env} made a {type(made).__name__}, not a gymnasium.Env or an RLlib MultiAgentEnv"
+        if (why := run_problem(made)) is not None:
+            return "env", f"{env}: {why}"
     finally:
-        close = getattr(made, "close", None)
-        if callable(close) and isinstance(made, (gymnasium.Env, MultiAgentEnv)):
-            with contextlib.suppress(Exception):
-                close()
+        if isinstance(made, (gymnasium.Env, MultiAgentEnv)):
+            close_quietly(made)
     return None
+
+
+def run_problem(made: Any) -> str | None:
+    """Why ``made`` (an env) cannot run as a trial's env runner runs it, or None: ``reset(seed=...)`` must
+    return ``(observation, info)`` and, for a single-agent env, one ``step`` of a sampled action
+    ``(observation, reward, terminated, truncated, info)``. Whatever the env raises or exits with is the why."""
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+    try:
+        reset = call_user("the env's reset(seed=0)", made.reset, seed=0)
+        if not (isinstance(reset, tuple) and len(reset) == 2):
+            return f"reset(seed=0) returned {shorten(reset)}, not (observation, info) as gymnasium's API says"
+        if isinstance(getattr(made, "unwrapped", made), MultiAgentEnv):
+            return None  # a multi-agent step needs an action per agent, from spaces RLlib may fill in itself
+        action = call_user("sampling the env's action_space", lambda: made.action_space.sample())
+        stepped = call_user(f"the env's step({shorten(action)})", made.step, action)
+        if not (isinstance(stepped, tuple) and len(stepped) == 5):
+            return (f"step() returned {shorten(stepped)}, not (observation, reward, terminated, truncated, info) as "
+                    "gymnasium's API says")
+    except UserCodeFailed as exc:
+        return str(exc)
+    return None
+
+
+def close_quietly(made: Any) -> None:
+    """Close an env made for a check; whatever its ``close`` does is not the check's business."""
+    close = getattr(made, "close", None)
+    if callable(close):
+        with contextlib.suppress(UserCodeFailed):
+            call_user("the env's close()", close)

@@ -6,11 +6,15 @@ schedule in env steps."""
 
 from __future__ import annotations
 
+import copy
 import importlib
-from collections.abc import Mapping
+import inspect
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rlsweep._envs import UserCodeFailed, call_user, exception_line, run_problem
 from rlsweep.errors import Problem, shorten
+from rlsweep.search_spaces import Choice, Fixed
 
 if TYPE_CHECKING:
     from rlsweep.spec import CurriculumSpec, SweepSpec
@@ -18,6 +22,20 @@ if TYPE_CHECKING:
 #: The result keys a curriculum function receives (RLlib's result without the per-module learner
 #: details, which can be large and hold tensors): what an old env_task_fn read.
 _PASSED_KEYS = ("env_runners", "num_env_steps_sampled_lifetime", "training_iteration", "time_total_s")
+
+#: What a curriculum function is called with before launch, once, to see that it runs: the keys of
+#: :data:`_PASSED_KEYS` as a first iteration in which episodes ended reports them.
+STAND_IN_RESULT: dict[str, Any] = {
+    "env_runners": {
+        "episode_return_mean": 0.0, "episode_return_min": 0.0, "episode_return_max": 0.0, "episode_len_mean": 0.0,
+        "num_episodes": 1, "num_episodes_lifetime": 1, "num_env_steps_sampled": 1, "num_env_steps_sampled_lifetime": 1,
+    },
+    "num_env_steps_sampled_lifetime": 1,
+    "training_iteration": 1,
+    "time_total_s": 0.0,
+}
+#: How the trial calls a curriculum function (RLlib's old env_task_fn).
+CALLED_AS = "fn(train_result, env, env_context)"
 
 
 def load_function(path: str) -> Any:
@@ -95,8 +113,10 @@ def curriculum_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> CurriculumSpe
 
 
 def problems(spec: SweepSpec, env: Any) -> list[Problem]:
-    """The spec's curriculum against the env made once before launch: it must take tasks, and a function
-    must import."""
+    """The spec's curriculum against an env made as a trial makes it: the env must take tasks; a function
+    must import, take ``(train_result, env, env_context)`` and, called once so, return a task the env takes;
+    each task of a schedule (and each a search space sets in it) must be one the env takes and runs with.
+    Whatever the user's code raises or exits with is a problem at the path of what was checked."""
     curriculum = spec.curriculum
     if curriculum is None:
         return []
@@ -110,7 +130,78 @@ def problems(spec: SweepSpec, env: Any) -> list[Problem]:
         ))
     if curriculum.fn is not None:
         try:
-            load_function(curriculum.fn)
-        except (ImportError, AttributeError, TypeError, ValueError) as exc:
-            found.append(Problem("curriculum.fn", f"cannot load {shorten(curriculum.fn)}: {type(exc).__name__}: {exc}"))
+            fn = load_function(curriculum.fn)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a module may raise anything (or exit) as it is imported
+            return [*found, Problem("curriculum.fn", f"cannot load {shorten(curriculum.fn)}: {exception_line(exc)}")]
+        if not missing:
+            found += _fn_problems(spec, fn, base)
+    elif not missing:
+        for path, task in _scheduled_tasks(spec):
+            if (why := _task_problem(base, task)) is not None:
+                found.append(Problem(path, f"task {shorten(task)}: {why}"))
     return found
+
+
+def _fn_problems(spec: SweepSpec, fn: Any, env: Any) -> list[Problem]:
+    """``fn`` called once as the trial calls it after an iteration, and what it returns set on ``env``."""
+    name = shorten(spec.curriculum.fn if spec.curriculum is not None else fn)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C function: nothing to read; the call below tells
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(copy.deepcopy(STAND_IN_RESULT), env, dict(spec.env_config))
+        except TypeError as exc:
+            return [Problem("curriculum.fn", f"{name} takes {signature}, but the trial calls it as {CALLED_AS} "
+                                             f"(RLlib's env_task_fn): {exc}")]
+    try:
+        task = call_user(f"{name}, called as {CALLED_AS}", fn, copy.deepcopy(STAND_IN_RESULT), env, dict(spec.env_config))
+    except UserCodeFailed as exc:
+        return [Problem("curriculum.fn", f"{exc} (called once before launch, on a stand-in of a first "
+                                         f"iteration's result with the keys {sorted(STAND_IN_RESULT)})")]
+    if (why := _task_problem(env, task)) is not None:
+        return [Problem("curriculum.fn", f"{name} returned {shorten(task)}, a task the env cannot take: {why}")]
+    return []
+
+
+def _scheduled_tasks(spec: SweepSpec) -> Iterator[tuple[str, Any]]:
+    """Each task a trial may set, with its spec path: the schedule's, then the values a search space sets
+    in it (``curriculum.schedule.<i>.1``: each choice, or a range's ends)."""
+    curriculum = spec.curriculum
+    for index, (_, task) in enumerate(curriculum.schedule or () if curriculum is not None else ()):
+        yield f"curriculum.schedule.{index}.1", task
+    for parameter in spec.search_space:
+        parts = parameter.path.split(".")
+        if parameter.path.startswith("curriculum.schedule.") and len(parts) == 4 and parts[3] == "1":
+            domain = parameter.domain
+            if isinstance(domain, Fixed):
+                values: tuple[Any, ...] = (domain.value,)
+            elif isinstance(domain, Choice):
+                values = tuple(domain.values)
+            else:
+                values = tuple(v for v in (getattr(domain, "low", None), getattr(domain, "high", None)) if v is not None)
+            for value in values:
+                yield f"search_space.{parameter.path}", value
+
+
+def _task_problem(env: Any, task: Any) -> str | None:
+    """Why ``env`` cannot train on ``task`` as a trial sets it, or None: ``set_task(task)``, then
+    ``get_task()`` (whose value travels between Ray's processes), then a reset and a step on it."""
+    from ray import cloudpickle
+
+    try:
+        call_user("its set_task()", env.set_task, task)
+        reported = call_user("its get_task()", env.get_task)
+    except UserCodeFailed as exc:
+        return f"{type(env).__name__}'s {str(exc).removeprefix('its ')}"
+    try:
+        cloudpickle.dumps(reported)
+    except Exception as exc:  # noqa: BLE001 - pickling raises TypeError, PicklingError, AttributeError, ...
+        return (f"{type(env).__name__}.get_task() then returned {shorten(reported)}, which cannot be sent between Ray's "
+                f"processes ({exception_line(exc)})")
+    if (why := run_problem(env)) is not None:
+        return f"{type(env).__name__} on this task: {why}"
+    return None

@@ -3,16 +3,29 @@ space's extremes, and whether one trial fits the cluster."""
 
 from __future__ import annotations
 
-import contextlib
+import inspect
 import os
 import re
+import types
+import typing
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from rlsweep._envs import env_problem, made_env_problem
-from rlsweep.errors import Problem
+from rlsweep._envs import UserCodeFailed, call_user, close_quietly, env_problem, made_env_problem, make_env
+from rlsweep.errors import Problem, shorten
 from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace, random_draws
-from rlsweep.trainables._config import agent_ids, algorithm_names, build_config, path_problems, settings_for, trial_bundles
+from rlsweep.spec import POLICIES_PATH
+from rlsweep.trainables._config import (
+    CURRICULUM_PREFIX,
+    agent_ids,
+    algorithm_class,
+    algorithm_names,
+    build_config,
+    path_problems,
+    settings_for,
+    trial_bundles,
+)
 from rlsweep.trainables._footprint import hungriest_draw
 
 if TYPE_CHECKING:
@@ -97,6 +110,9 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     problems += path_problems(spec)
     if problems:
         return problems
+    problems += value_type_problems(spec)
+    if problems:
+        return problems
     seen: set[str] = set()
     for draw in corner_draws(spec.search_space) + random_draws(spec.search_space, PREFLIGHT_SAMPLES):
         try:
@@ -121,25 +137,122 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     return problems
 
 
+#: The Python types a config value can be checked against before a trial runs: RLlib's setters declare
+#: most arguments as unions of these; any other type in an argument's annotation leaves it unchecked.
+_SCALAR_TYPES = (bool, int, float, str, type(None))
+
+
+def _scalar_types(annotation: Any) -> frozenset[type] | None:
+    """The scalar types an annotation allows (``Optional[int]``: int and None), or None where it allows
+    anything else too (a list, a class, a callable): then nothing is refused."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        allowed: set[type] = set()
+        for member in typing.get_args(annotation):
+            if (found := _scalar_types(member)) is None:
+                return None
+            allowed |= found
+        return frozenset(allowed)
+    return frozenset({annotation}) if annotation in _SCALAR_TYPES else None
+
+
+def _fits(value: Any, allowed: frozenset[type]) -> bool:
+    """Whether ``value`` is of the kind of one of the ``allowed`` scalar types: a number where a number goes
+    (RLlib annotates ``num_cpus_per_env_runner`` an int, and Ray takes 0.5), an int where a bool goes; not a
+    string where a number goes, nor a list where a scalar goes."""
+    if value is None:
+        return type(None) in allowed
+    if isinstance(value, bool):
+        return bool in allowed
+    if isinstance(value, int):
+        return bool(allowed & {int, float, bool})
+    if isinstance(value, float):
+        return bool(allowed & {int, float})
+    if isinstance(value, str):
+        return str in allowed
+    return False  # a list or a mapping where only scalars go
+
+
+def _annotation(config_class: type, method: str, argument: str) -> Any:
+    """The annotation of ``argument`` in the first definition of setter ``method`` that names it (a subclass
+    passes arguments on to its parent's through ``**kwargs``), or ``inspect.Parameter.empty``."""
+    for klass in config_class.__mro__:
+        function = klass.__dict__.get(method)
+        if inspect.isfunction(function):
+            parameter = inspect.signature(function).parameters.get(argument)
+            if parameter is not None:
+                return parameter.annotation
+    return inspect.Parameter.empty
+
+
+_UNSET = object()
+
+
+@lru_cache(maxsize=None)
+def _allowed_types(config_class: type, method: str, argument: str) -> frozenset[type] | None:
+    """The scalar types setter ``method`` takes for ``argument``, by its annotation, widened by the type of
+    RLlib's own default where the two disagree (RLlib 2.60 annotates DQN's ``hiddens`` ``Optional[int]`` and
+    defaults it to ``[256]``, ``offline_sampling`` ``Optional[str]`` and defaults it to False): an annotation
+    its own default breaks is not a rule. None: not checked."""
+    allowed = _scalar_types(_annotation(config_class, method, argument))
+    if allowed is None:
+        return None
+    try:
+        default = getattr(config_class(), argument, _UNSET)
+    except Exception:  # noqa: BLE001 - a property that needs other settings first
+        default = _UNSET
+    if default is _UNSET or _fits(default, allowed):
+        return allowed
+    return allowed | {type(default)} if type(default) in _SCALAR_TYPES else None
+
+
+def value_type_problems(spec: SweepSpec) -> list[Problem]:
+    """Values in ``config`` (and the values a search space lists: choices, fixed values) whose type the
+    RLlib setter they go to does not take, by the setter's own annotation: ``training.num_epochs: many``
+    passes RLlib's validate() and fails every trial in its first update. Paths deeper than
+    ``method.argument`` (inside a dict argument) are not checked."""
+    config_class = type(algorithm_class(spec.algorithm).get_default_config())
+    values: list[tuple[str, str, Any]] = [("config", path, value) for path, value in spec.config.items()]
+    for parameter in spec.search_space:
+        domain = parameter.domain
+        listed = (domain.value,) if isinstance(domain, Fixed) else tuple(domain.values) if isinstance(domain, Choice) else ()
+        values += [("search_space", parameter.path, value) for value in listed]
+    problems: dict[str, Problem] = {}
+    for section, path, value in values:
+        parts = path.split(".")
+        if len(parts) != 2 or path.startswith(CURRICULUM_PREFIX) or path == POLICIES_PATH:
+            continue
+        allowed = _allowed_types(config_class, *parts)
+        if allowed is None or _fits(value, allowed):
+            continue
+        names = " or ".join("null" if t is type(None) else t.__name__ for t in _SCALAR_TYPES if t in allowed)
+        where = f"{section}.{path}"
+        problems.setdefault(where, Problem(where, (
+            f"{spec.algorithm}Config.{parts[0]}() takes {parts[1]} as {names}, got {shorten(value)} "
+            f"({type(value).__name__}), a type RLlib's own validation lets through to fail in the trial")))
+    return list(problems.values())
+
+
 def _curriculum_problems(spec: SweepSpec) -> list[Problem]:
     if spec.curriculum is None:
         return []
-    from rlsweep._envs import make_env
     from rlsweep.trainables._curriculum import problems as curriculum_problems
 
-    env = make_env(spec.env, spec.env_config)  # made once above already: it makes
+    try:
+        # Made once above already, so it makes; but user code may do anything a second time.
+        env = call_user("the env's constructor", make_env, spec.env, spec.env_config)
+    except UserCodeFailed as exc:
+        return [Problem("env", f"{exc} (making {spec.env} a second time, to check the curriculum)")]
     try:
         return curriculum_problems(spec, env)
     finally:
-        with contextlib.suppress(Exception):
-            env.close()
+        close_quietly(env)
 
 
 def _policy_problems(spec: SweepSpec) -> list[Problem]:
     try:
-        agents = agent_ids(spec)
-    except Exception as exc:  # noqa: BLE001 - whatever the user's env raises
-        return [Problem("env_config", f"making {spec.env} with this env_config failed: {type(exc).__name__}: {exc}")]
+        agents = call_user(f"making {spec.env} with this env_config", agent_ids, spec)
+    except UserCodeFailed as exc:
+        return [Problem("env_config", str(exc))]
     if agents is None:
         if spec.policies:
             return [Problem("policies", f"{spec.env} is a single-agent env; 'policies' is for multi-agent envs")]

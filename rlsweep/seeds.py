@@ -57,8 +57,10 @@ def held_out_seeds(low: int, n: int) -> list[int]:
 
 
 def interquartile_mean(values: Sequence[float]) -> float:
-    """The mean of the middle half: with n values, the lowest and highest n/4 are dropped, fractional
-    parts weighted (Agarwal et al., "Deep RL at the Edge of the Statistical Precipice", 2021)."""
+    """The interquartile mean (Agarwal et al., "Deep RL at the Edge of the Statistical Precipice", 2021):
+    ``scipy.stats.trim_mean(values, 0.25)``. With n values the lowest and the highest ``n // 4`` whole
+    values are dropped and the rest averaged; where n is not a multiple of 4 that keeps a little more than
+    the middle half (5 values: the middle 3), with no fractional weighting of the values at the quartiles."""
     from scipy.stats import trim_mean
 
     return float(trim_mean(np.asarray(values, dtype=float), 0.25))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from rlsweep import store
@@ -59,10 +60,45 @@ def test_each_configuration_gets_its_iqm_an_interval_around_it_and_its_odds():
     assert result["test_seeds"] == [1000, 1001, 1002, 1003] and result["metric"] == "eval_return_mean"
 
 
+#: Eight test seeds' scores, skewed: their IQM (23), median (20) and mean (39.875) all differ.
+SKEWED = {1000 + i: v for i, v in enumerate([40.0, 9.0, 136.0, 16.0, 10.0, 72.0, 24.0, 12.0])}
+
+
+def _scipy_interval(values, confidence):
+    """What the confirmation promises: a percentile bootstrap of the IQM (scipy's trim_mean, a quarter off
+    each end), 10,000 resamples from generator seed 0, computed here straight from scipy."""
+    from scipy.stats import bootstrap, trim_mean
+
+    result = bootstrap(
+        (np.asarray(values),), lambda sample, axis: trim_mean(sample, 0.25, axis=axis), confidence_level=confidence,
+        n_resamples=10_000, method="percentile", random_state=np.random.default_rng(0),
+    )
+    return result.confidence_interval.low, result.confidence_interval.high
+
+
+def test_the_reported_iqm_and_95_percent_interval_are_scipys_on_the_test_seeds_scores():
+    from scipy.stats import trim_mean
+
+    plan = plan_of("a", "b", seeds=tuple(SKEWED))
+    result = summarize(plan, {"a": SKEWED, "b": {s: v / 2 for s, v in SKEWED.items()}}, missing={})
+    rows = {r["trial_id"]: r for r in result["configurations"]}
+    values = list(SKEWED.values())
+    assert rows["a"]["iqm"] == pytest.approx(trim_mean(values, 0.25)) == pytest.approx(23.0)
+    assert rows["a"]["iqm"] != pytest.approx(np.median(values)) and rows["a"]["iqm"] != pytest.approx(np.mean(values))
+    assert rows["b"]["iqm"] == pytest.approx(11.5)
+    low, high = _scipy_interval(values, 0.95)
+    assert (rows["a"]["ci_low"], rows["a"]["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    # A 50% interval of the same resamples would be far narrower: the level is what the test pins.
+    narrow = _scipy_interval(values, 0.5)
+    assert high - low > 1.5 * (narrow[1] - narrow[0])
+    assert result["confidence"] == 0.95
+
+
 def test_the_interval_is_a_bootstrap_of_the_iqm_and_repeats():
-    values = [10.0, 12.0, 50.0, 11.0, 13.0, 9.0]
+    values = list(SKEWED.values())
     low, high = iqm_interval(values)
     assert (low, high) == iqm_interval(values)  # a fixed bootstrap seed: the same values, the same interval
+    assert (low, high) == (pytest.approx(_scipy_interval(values, 0.95)[0]), pytest.approx(_scipy_interval(values, 0.95)[1]))
     assert low < interquartile_mean(values) < high
     assert min(values) <= low and high <= max(values)
     assert iqm_interval([7.0, 7.0, 7.0]) == (7.0, 7.0)

@@ -71,6 +71,17 @@ def _problems(document):
     return {p.path: p.message for p in info.value.problems}
 
 
+@pytest.mark.parametrize(
+    ("env_steps", "task"),
+    [(0, 1), (999, 1), (1000, 2), (1001, 2), (2499, 2), (2500, 3), (10**9, 3)],
+)
+def test_a_schedules_task_starts_at_its_entrys_env_steps(env_steps, task):
+    """An entry's task applies from its env steps on: at exactly 1,000 the envs already train on task 2."""
+    from rlsweep.spec import CurriculumSpec
+
+    assert CurriculumSpec(schedule=[[0, 1], [1000, 2], [2500, 3]]).task_at(env_steps) == task
+
+
 def test_an_env_without_set_task_is_refused_before_launch():
     document = copy.deepcopy(TINY_SPEC)
     document["curriculum"] = {"schedule": [[0, 1], [1000, 2]]}

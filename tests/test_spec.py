@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 import pytest
+import yaml
 
 import rlsweep
 from rlsweep.errors import SpecError
@@ -345,3 +346,30 @@ def test_a_storage_override_that_is_a_uri_is_refused_before_anything_is_written(
     with pytest.raises(UsageError, match=r"storage: must be a folder path, not a URI .*got 's3://bucket/sweeps'"):
         rlsweep.run(spec, storage="s3://bucket/sweeps")
     assert list(tmp_path.iterdir()) == []
+
+
+def _nested_spec(levels: int) -> dict:
+    """TINY_SPEC with mappings nested ``levels`` deep (the document itself is level 0): env_config is level 1,
+    the deepest mapping's path is env_config.a.a... with ``levels`` keys."""
+    nested: object = 1
+    for _ in range(levels):
+        nested = {"a": nested}
+    document = copy.deepcopy(TINY_SPEC)
+    document["env_config"] = nested
+    return document
+
+
+@pytest.mark.parametrize("source", ["dict", "yaml file"])
+def test_a_spec_may_nest_40_levels_and_the_41st_is_refused_at_its_path(tmp_path, source):
+    def load(document):
+        if source == "dict":
+            return rlsweep.load_spec(document, preflight=False)
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(document))
+        return rlsweep.load_spec(path, preflight=False)
+
+    load(_nested_spec(40))
+    with pytest.raises(SpecError) as refused:
+        load(_nested_spec(41))
+    (problem,) = refused.value.problems
+    assert problem.path == "env_config" + ".a" * 40 and "nests deeper than 40 levels" in problem.message

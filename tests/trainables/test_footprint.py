@@ -87,6 +87,19 @@ def test_a_trial_larger_than_every_node_is_refused_naming_the_setting_the_corner
     assert problems[0].path == "search_space"
 
 
+def test_what_a_node_must_hold_is_the_prediction_plus_5_percent_headroom():
+    # Predicted at 980 MB, a trial would fit a 1,000 MB node; it reserves 1,029 MB, which does not.
+    found, problems = memory_fit(_reading(main_mb=980.0), [1000.0], by_cpus=4, max_concurrent=None)
+    (problem,) = problems
+    assert found.by_memory == 0 and problem.path == "config"
+    assert "needs 1,029 MB (measured 980" in problem.message and "+ 5% headroom" in problem.message
+    # Two trials predicted at 490 MB each would fill a 1,000 MB node; reserving 514.5 MB each, one fits.
+    found, problems = memory_fit(_reading(main_mb=490.0), [1000.0], by_cpus=4, max_concurrent=None)
+    assert problems == [] and found.by_memory == 1 and found.allowed == 1
+    _, problems = memory_fit(_reading(main_mb=490.0), [1000.0], by_cpus=4, max_concurrent=2)
+    assert [p.path for p in problems] == ["budget.max_concurrent"]
+
+
 def test_a_max_concurrent_the_memory_cannot_hold_is_refused_with_what_fits():
     _, problems = memory_fit(_reading(main_mb=400.0), [1000.0], by_cpus=8, max_concurrent=3)
     (problem,) = problems

@@ -192,34 +192,40 @@ def test_an_unknown_progress_mode_is_refused_before_the_sweep_starts(tmp_path):
 
 
 def test_the_live_view_reads_the_state_while_results_come_in_on_another_thread():
+    """rich draws the live view on its own thread while Tune's thread adds results. Here a result comes in
+    exactly while the view walks the trial table (forced: the view pauses inside its walk until the result
+    is in, at most 0.5 s). Under the state's lock the result waits for the view to finish; without it the
+    view's walk breaks (dictionary changed size during iteration) and the refresh thread dies."""
     import threading
 
-    state = SweepState("return_mean", "max", budget=1000, trials=10_000)
+    from rlsweep.progress import TrialState
+
+    state = SweepState("return_mean", "max", budget=1000, trials=10)
     display = Display(state, "none", io.StringIO())
-    errors, stop = [], threading.Event()
+    display._view()  # rich imported before the race
+    in_walk, result_in = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    class PausingTrial(TrialState):
+        def __getattribute__(self, name):
+            if name == "state" and threading.current_thread() is drawer and not in_walk.is_set():
+                in_walk.set()
+                result_in.wait(0.5)
+            return super().__getattribute__(name)
 
     def draw():
-        while not stop.is_set():
-            try:
-                display._view()
-            except Exception as error:  # noqa: BLE001 -- what rich's refresh thread would die of
-                errors.append(error)
-                return
+        try:
+            display._view()
+        except Exception as error:  # noqa: BLE001 -- what rich's refresh thread would die of
+            errors.append(error)
 
-    display._view()  # rich imported before the race
+    state.result("t0", {"env_steps": 10, "return_mean": 1.0})
+    state.by_trial["t0"] = PausingTrial(env_steps=10, value=1.0)
     drawer = threading.Thread(target=draw)
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can: the race shows at once
-    try:
-        drawer.start()
-        for i in range(3_000):
-            state.result(f"t{i}", {"env_steps": i % 1000, "return_mean": float(i)}, {"training.lr": i})
-            if i % 3 == 0:
-                state.ended(f"t{i}")
-            if errors:
-                break
-    finally:
-        stop.set()
-        drawer.join()
-        sys.setswitchinterval(interval)
+    drawer.start()
+    assert in_walk.wait(10), "the view never walked the trial table"
+    state.result("t1", {"env_steps": 20, "return_mean": 2.0})
+    result_in.set()
+    drawer.join(10)
     assert errors == []
+    assert set(state.by_trial) == {"t0", "t1"} and state.best == (2.0, "t1")  # the result was kept

@@ -4,6 +4,7 @@ its new-API path or listed with a reason, the written spec validates, and a conv
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -138,7 +139,8 @@ def test_a_converted_spec_trains_with_the_old_files_settings(tmp_path, ray_runti
     ran = trial.settings["settings"]
     assert ran["training.num_epochs"] == 6 and ran["rl_module.model_config.fcnet_hiddens"] == [32]
     assert ran["env_runners.num_env_runners"] == 1 and ran["training.vf_loss_coeff"] == 0.01
-    assert trial.rows[-1]["rllib/learners/default_policy/vf_loss"] == trial.rows[-1]["rllib/learners/default_policy/vf_loss"]
+    # The value function trained (vf_loss_coeff carried over): a finite loss, not NaN.
+    assert math.isfinite(trial.rows[-1]["rllib/learners/default_policy/vf_loss"])
 
 
 def test_a_key_with_no_known_mapping_is_listed_never_dropped():

@@ -135,20 +135,13 @@ def test_an_iterations_phase_spans_tile_it_and_agree_with_the_reported_times(tra
             assert children[-1].end_time_ns <= iteration.end_time_ns
             for before, after in zip(children, children[1:]):
                 assert before.end_time_ns <= after.start_time_ns, (before.name, after.name)
-            # ...so the children and the gaps between them add up to the iteration exactly, and each
-            # phase's spans add up to the time the row reports for it (to the nanosecond rounding).
-            gaps = (children[0].start_time_ns - iteration.start_time_ns) + (iteration.end_time_ns - children[-1].end_time_ns)
-            gaps += sum(after.start_time_ns - before.end_time_ns for before, after in zip(children, children[1:]))
-            durations = sum(c.end_time_ns - c.start_time_ns for c in children)
-            assert durations + gaps == iteration.end_time_ns - iteration.start_time_ns
+            # ...and the iteration span and each phase's spans last what the row reports for them (to the
+            # nanosecond rounding). (other_time_s is the iteration less sample and learn by definition; that
+            # the split matches wall time measured apart is tests/trainables/test_phase_timer.py's.)
             assert (iteration.end_time_ns - iteration.start_time_ns) / 1e9 == pytest.approx(row["iteration_time_s"], abs=2e-6)
             for phase in ("sample", "learn"):
                 seconds = sum(c.end_time_ns - c.start_time_ns for c in children if c.name == phase) / 1e9
                 assert seconds == pytest.approx(row[f"{phase}_time_s"], abs=len(children) * 2e-6), phase
-            other = (iteration.end_time_ns - iteration.start_time_ns) / 1e9 - sum(
-                c.end_time_ns - c.start_time_ns for c in children if c.name in ("sample", "learn")
-            ) / 1e9
-            assert other == pytest.approx(row["other_time_s"], abs=len(children) * 2e-6)
             checked += 1
     assert checked == sum(len(t.rows) for t in sweep.trials)
 

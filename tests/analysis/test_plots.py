@@ -162,20 +162,29 @@ def test_importance_has_a_bar_per_parameter_that_varied(experiment):
 
 
 def test_the_confirmation_figure_shows_each_seed_and_the_interval():
+    from rlsweep.analysis._confirm import summarize
     from rlsweep.analysis._plots import confirmation_figure
+    from tests.analysis.test_confirm import plan_of
 
-    result = {
-        "metric": "return_mean", "test_seeds": [1, 2, 3], "winner": "a",
-        "configurations": [
-            {"trial_id": "a", "per_seed": {"1": 10.0, "2": 12.0, "3": 11.0}, "iqm": 11.0, "ci_low": 10.0, "ci_high": 12.0, "tie_with_winner": False},
-            {"trial_id": "b", "per_seed": {"1": 5.0, "2": 9.0, "3": 7.0}, "iqm": 7.0, "ci_low": 5.0, "ci_high": 9.0, "tie_with_winner": False},
-        ],
-    }
+    # Skewed scores: each interval is lopsided around its IQM, so a bar drawn symmetric or flipped shows.
+    seeds = (1000, 1001, 1002, 1003, 1004)
+    scores = {"a": dict(zip(seeds, [10.0, 12.0, 11.0, 30.0, 10.5])), "b": dict(zip(seeds, [5.0, 9.0, 7.0, 6.0, 20.0]))}
+    result = summarize(plan_of("a", "b", seeds=seeds), scores, missing={})  # what the confirmation file holds
     (axes,) = confirmation_figure(result).axes
-    dots = [c for c in axes.collections if c.get_offsets().shape[1] == 2 and len(c.get_offsets()) == 3]
+    dots = [c for c in axes.collections if c.get_offsets().shape[1] == 2 and len(c.get_offsets()) == 5]
     assert len(dots) == 2
-    assert sorted(float(y) for y in dots[0].get_offsets()[:, 1]) == [10.0, 11.0, 12.0]
+    assert sorted(float(y) for y in dots[0].get_offsets()[:, 1]) == sorted(scores["a"].values())
     assert [t.get_text() for t in axes.get_xticklabels()] == ["a", "b"]
+    # Each configuration's bar: at its IQM, from its ci_low to its ci_high; the winner's in red.
+    bars = axes.containers
+    assert len(bars) == 2
+    for x, (row, bar) in enumerate(zip(result["configurations"], bars)):
+        marker, _, (vertical,) = bar.lines
+        assert marker.get_xydata().tolist() == [[x, pytest.approx(row["iqm"])]]
+        (segment,) = vertical.get_segments()
+        assert segment.tolist() == [[x, pytest.approx(row["ci_low"])], [x, pytest.approx(row["ci_high"])]]
+        assert row["ci_high"] - row["iqm"] > 2 * (row["iqm"] - row["ci_low"])  # lopsided indeed
+    assert bars[0].lines[0].get_color() == "tab:red" and result["winner"] == "a"
 
 
 def test_an_unknown_kind_and_an_unconfirmed_sweep_are_refused_saying_what_to_do(experiment):

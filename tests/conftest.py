@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Memory readings kept between commands (rlsweep.trainables._readings) go to a folder of this test run's
+# own, inherited by the commands the tests start: a reading from a developer's earlier run must not stand
+# in for a measurement a test expects.
+os.environ["RLSWEEP_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsweep-test-readings-")
 
 #: A spec that runs in seconds: PPO on CartPole, 1000 env steps per iteration, few epochs.
 TINY_SPEC: dict[str, Any] = {
@@ -55,6 +63,114 @@ def ray_runtime():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
+
+
+# --- the fast tier starts no Ray ------------------------------------------------------------------------
+# `pytest -m "not slow"` is the inner loop: it must not start a Ray runtime (seconds to start, hundreds of MB).
+# A test that does (in this process or in a subprocess, e.g. `rlsweep run`) fails here, telling its author
+# to mark it slow. Off for the whole suite, where the slow tests start Ray on purpose.
+
+#: Set in this process's environment in the fast tier; the processes it starts inherit it, and so would the
+#: raylet and GCS server any of them started: that is how the watcher tells ours from other users' Ray.
+FAST_TIER_MARK = "RLSWEEP_FAST_TIER_PID"
+_RAY_PROCESSES = ("raylet", "gcs_server")
+
+
+def _fast_tier(config: pytest.Config) -> bool:
+    return "not slow" in (config.getoption("markexpr", "") or "")
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def _ours(pid: int, mark: str) -> bool:
+    """Started under this run: ``mark`` in its environment, or this process among its ancestors (a test
+    may start a subprocess with an environment of its own)."""
+    with open(f"/proc/{pid}/environ", "rb") as environ:
+        if mark.encode() in environ.read().split(b"\0"):
+            return True
+    ancestor = pid
+    while ancestor > 1:
+        ancestor = _parent(ancestor)
+        if ancestor == os.getpid():
+            return True
+    return False
+
+
+def _our_ray_processes(mark: str) -> list[int]:
+    """Live raylet / GCS server processes started under this run."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/comm") as comm:
+                if comm.read().strip() not in _RAY_PROCESSES:
+                    continue
+            if _ours(int(entry.name), mark):
+                found.append(int(entry.name))
+        except OSError:  # gone, or another user's
+            continue
+    return found
+
+
+class _RayWatcher(threading.Thread):
+    """Polls /proc while the fast tier runs and records which test was running when one of this run's Ray
+    processes was alive (a subprocess's Ray lives as long as its driver: seconds, so a poll sees it)."""
+
+    def __init__(self, mark: str) -> None:
+        super().__init__(daemon=True, name="fast-tier-ray-watcher")
+        self.mark, self.current, self.seen = mark, "", {}
+        self.blamed: set[int] = set()  # a Ray left running fails the test that started it, not each one after
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.2):
+            pids = _our_ray_processes(self.mark)
+            if pids and self.current:
+                self.seen.setdefault(self.current, set()).update(pids)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_tier_watcher(request: pytest.FixtureRequest):
+    if not _fast_tier(request.config) or not os.path.isdir("/proc"):
+        yield None
+        return
+    mark = f"{FAST_TIER_MARK}={os.getpid()}"
+    os.environ[FAST_TIER_MARK] = str(os.getpid())
+    watcher = _RayWatcher(mark)
+    watcher.start()
+    yield watcher
+    watcher.stopped.set()
+    os.environ.pop(FAST_TIER_MARK, None)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_ray(request: pytest.FixtureRequest, _fast_tier_watcher, monkeypatch: pytest.MonkeyPatch):
+    """In the fast tier, ``ray.init`` raises and a Ray process started by the test (in a subprocess too)
+    fails it: a test that starts Ray belongs in the slow tier."""
+    if _fast_tier_watcher is None:
+        yield
+        return
+    import ray
+    import ray._private.worker
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"{request.node.nodeid} starts Ray (ray.init): mark it @pytest.mark.slow")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray._private.worker, "init", refuse)
+    _fast_tier_watcher.current = request.node.nodeid
+    yield
+    _fast_tier_watcher.current = ""
+    started = _fast_tier_watcher.seen.pop(request.node.nodeid, set()) | set(_our_ray_processes(_fast_tier_watcher.mark))
+    started -= _fast_tier_watcher.blamed
+    _fast_tier_watcher.blamed |= started
+    if started:
+        pytest.fail(f"{request.node.nodeid} started a Ray runtime (raylet/gcs_server pids {sorted(started)}) in the "
+                    "fast tier: mark it @pytest.mark.slow")
 
 
 def small_ppo(name: str, storage: Path, *, batch: int = 500, minibatch: int = 125, epochs: int = 2, **sections: Any) -> dict[str, Any]:

@@ -6,9 +6,13 @@ from __future__ import annotations
 import copy
 import os
 
+import pytest
+
 import rlsweep
 from rlsweep.analysis import load
 from tests.conftest import TINY_SPEC
+
+pytestmark = pytest.mark.slow  # real trials on a Ray runtime
 
 BALLAST_MB = 600
 

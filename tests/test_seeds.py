@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rlsweep
 from rlsweep import store
@@ -40,6 +42,7 @@ def learning(row: dict[str, Any]) -> dict[str, float]:
     return {k: row[k] for k in [*keys, "return_mean", "episodes"]}
 
 
+@pytest.mark.slow
 def test_the_same_spec_twice_reruns_the_same_configs_seeds_and_metrics(ray_runtime, tmp_path):
     sweeps = [by_index(rlsweep.run(rlsweep.load_spec(seeded_doc(tmp_path / run)), verbose=0).path) for run in ("a", "b")]
     first, second = sweeps
@@ -56,6 +59,7 @@ def test_the_same_spec_twice_reruns_the_same_configs_seeds_and_metrics(ray_runti
     assert first[0].settings["settings"]["debugging.seed"] == first[0].seed
 
 
+@pytest.mark.slow
 def test_the_seed_drives_what_a_trial_learns(ray_runtime, tmp_path):
     # No searched parameter: both trials run the same config. Their own seeds make them differ...
     doc = seeded_doc(tmp_path / "own", search_space={})
@@ -70,6 +74,7 @@ def test_the_seed_drives_what_a_trial_learns(ray_runtime, tmp_path):
     assert learning(fixed[0].rows[0]) == learning(fixed[1].rows[0])
 
 
+@pytest.mark.slow
 def test_reproduce_reruns_a_trial_into_a_new_directory(ray_runtime, tmp_path, capsys):
     original = by_index(rlsweep.run(rlsweep.load_spec(seeded_doc(tmp_path / "results")), verbose=0).path)
     trial = original[1]
@@ -123,30 +128,49 @@ def test_a_trials_seeds_are_distinct_in_range_and_start_with_its_single_seed():
         trial_seeds(7, 0, 0, 1, 3)
 
 
+#: Eight seeds' values, skewed: their mean (15.875), median (6) and IQM (7.5) all differ.
+SKEWED = [64.0, 2.0, 16.0, 0.0, 8.0, 1.0, 32.0, 4.0]
+
+
 @pytest.mark.parametrize(
     ("how", "mode", "expected"),
     [
-        ("mean", "max", 28.75),
-        ("median", "max", 15.0),
-        # IQM of 4 values drops the lowest and the highest: mean of 10 and 20.
-        ("iqm", "max", 15.0),
+        ("mean", "max", 15.875),
+        ("median", "max", 6.0),  # (4 + 8) / 2
+        # IQM of 8 values drops the lowest 2 (0, 1) and the highest 2 (32, 64): mean of 2, 4, 8, 16.
+        ("iqm", "max", 7.5),
         ("min", "max", 0.0),  # the worst seed when higher is better...
-        ("min", "min", 85.0),  # ...and when lower is better
+        ("min", "min", 64.0),  # ...and when lower is better
     ],
 )
 def test_the_aggregate_is_what_the_searcher_sees(how, mode, expected):
     from rlsweep.seeds import aggregate
 
-    assert aggregate([20.0, 0.0, 85.0, 10.0], how, mode) == pytest.approx(expected)
+    assert aggregate(SKEWED, how, mode) == pytest.approx(expected)
 
 
-def test_iqm_weights_the_quartile_boundaries_and_nan_means_no_value_yet():
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=13))
+def test_the_iqm_is_scipys_trim_mean_of_a_quarter_each_side(values):
+    from scipy.stats import trim_mean
+
+    from rlsweep.seeds import interquartile_mean
+
+    cut = len(values) // 4  # whole values off each end
+    kept = sorted(values)[cut:len(values) - cut]
+    rounding = 1e-9 * max(1.0, *map(abs, values))  # sums in another order differ by a few ulps of the largest
+    assert interquartile_mean(values) == pytest.approx(trim_mean(values, 0.25), abs=rounding)
+    assert interquartile_mean(values) == pytest.approx(sum(kept) / len(kept), abs=rounding)
+
+
+def test_iqm_cuts_whole_values_and_nan_means_no_value_yet():
     import math
 
     from rlsweep.seeds import aggregate, interquartile_mean
 
-    # 5 values: a quarter is 1.25 values; scipy's trim_mean cuts whole values (1 each side): mean of 2, 3, 4.
-    assert interquartile_mean([1, 2, 3, 4, 100]) == pytest.approx(3.0)
+    # 5 values: a quarter is 1.25 values; scipy's trim_mean cuts whole values (1 each side): mean of 2, 3, 10
+    # (the median is 3, the mean 23.2; weighting the quartile values by their fractions would give 4.8).
+    assert interquartile_mean([1, 2, 3, 10, 100]) == pytest.approx(5.0)
     assert interquartile_mean([5.0]) == 5.0
     assert math.isnan(aggregate([1.0, math.nan], "mean", "max"))
     with pytest.raises(ValueError, match="unknown aggregate"):
@@ -180,6 +204,7 @@ def test_one_fixed_seed_and_several_seeds_per_trial_conflict(tmp_path):
         rlsweep.load_spec(doc, preflight=False)
 
 
+@pytest.mark.slow
 def test_asha_prunes_a_configuration_on_all_its_seeds_at_once(ray_runtime, tmp_path):
     """Two seeds per trial under ASHA: each row reports both seeds at the same env steps and their
     aggregate; a trial ASHA stops stops with both; the history keeps each seed's values."""
@@ -218,6 +243,7 @@ def test_asha_prunes_a_configuration_on_all_its_seeds_at_once(ray_runtime, tmp_p
 
 # --- confirmation on held-out seeds -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_confirm_retrains_the_top_configurations_on_seeds_no_trial_used(ray_runtime, tmp_path, capsys):
     doc = seeded_doc(tmp_path, budget={"env_steps": 1000, "trials": 3, "max_concurrent": 2},
                      checkpoint={"every_env_steps": 1000}, seeds={"tuning": [0, 9], "test": [10, 19]})

@@ -215,6 +215,7 @@ def real_spec(tmp_path: Path, **searcher: Any) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_the_zoo_point_as_its_first_trial(ray_runtime, tmp_path):
     result = rlsweep.run(rlsweep.load_spec(real_spec(tmp_path, warm_start="zoo")), verbose=0)
     # Tune names a trial folder train_<id>_<creation index>_<config>_<time>.
@@ -225,6 +226,7 @@ def test_a_sweep_runs_the_zoo_point_as_its_first_trial(ray_runtime, tmp_path):
     assert dict(trials[1].config) != first
 
 
+@pytest.mark.slow
 def test_a_sweep_warm_started_from_a_previous_one_reruns_none_of_its_trials(ray_runtime, tmp_path):
     previous = previous_sweep(tmp_path / "before")
     doc = real_spec(tmp_path, warm_start=str(previous), startup_trials=2)

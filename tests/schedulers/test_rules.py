@@ -80,13 +80,13 @@ def test_max_env_steps_cannot_exceed_the_budget(name):
 
 
 @pytest.mark.parametrize("name", [n for n in SCHEDULERS if n != "fifo"])
-def test_every_scheduler_keeps_time_in_lifetime_env_steps(ray_runtime, name):
+def test_every_scheduler_keeps_time_in_lifetime_env_steps(name):
     searcher = {"bohb": "bohb", "pbt": "random", "pb2": "random"}.get(name, "optuna")
     spec = rlsweep.load_spec(document(searcher, name), preflight=False)
     assert SCHEDULERS[name].build(spec)._time_attr == TIME_ATTR == "env_steps"
 
 
-def test_hyperband_brackets_start_at_the_grace_env_steps(ray_runtime):
+def test_hyperband_brackets_start_at_the_grace_env_steps():
     doc = document("optuna", "hyperband")
     doc["budget"]["env_steps"] = 100_000
     doc["scheduler"] = {"name": "hyperband", "grace_env_steps": 11_111, "reduction_factor": 3}
@@ -101,7 +101,7 @@ def test_hyperband_brackets_start_at_the_grace_env_steps(ray_runtime):
     assert raw._s_max_1 == 11 and raw._get_r0(10) == 1
 
 
-def test_pbt_is_built_with_env_step_interval_and_declared_domains(ray_runtime):
+def test_pbt_is_built_with_env_step_interval_and_declared_domains():
     spec = rlsweep.load_spec(pbt(), preflight=False)
     scheduler = SCHEDULERS["pbt"].build(spec)
     assert scheduler._perturbation_interval == 200

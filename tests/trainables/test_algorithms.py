@@ -16,6 +16,8 @@ from rlsweep.analysis import load
 from rlsweep.analysis._mlflow import trial_params
 from rlsweep.metrics import CURRICULUM_METRICS, EVALUATION_METRICS, NORMALIZED_METRICS
 
+pytestmark = pytest.mark.slow  # every test runs real trials on a Ray runtime
+
 #: algorithm -> (env, fixed config, searched parameter, budget, evaluation every).
 CASES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "PPO": (

@@ -11,6 +11,8 @@ import rlsweep
 from rlsweep.analysis import load
 from rlsweep.policy import policy_ids
 
+pytestmark = pytest.mark.slow  # every test runs real trials on a Ray runtime
+
 PPO_SMALL = {"training.train_batch_size_per_learner": 400, "training.minibatch_size": 100, "training.num_epochs": 2}
 
 

@@ -62,6 +62,11 @@ POLICY_MEMORY_PREFIX = "policy_memory_mb/"
 #: The Ray node a row was computed on (a string, never exported as a metric).
 NODE_ID = "node_id"
 
+#: On a trial's last row only, where its config diverged (a learner's loss went NaN or infinite): the
+#: losses, ``module/key=value, ...`` (a string). The trial ends there, once: a retry from a checkpoint
+#: would diverge again, and the searcher learns from it as from a pruned trial.
+DIVERGED = "diverged"
+
 #: The Ray nodes of the trial's remote processes, comma-separated, one per process (strings, present only
 #: where the trial has remote env runners or learners): ``env_runner_node_ids``, ``learner_node_ids``.
 REMOTE_NODE_IDS = "{role}_node_ids"

@@ -10,14 +10,16 @@ acts on a trial's progress); ``none``. In every mode a failed trial prints where
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
-from rlsweep.metrics import ENV_STEPS
+from rlsweep.metrics import DIVERGED, ENV_STEPS
 
 MODES = ("bar", "lines", "results", "none")
 
@@ -192,9 +194,10 @@ class Display:
                              get_renderable=self._view)
             self.live.start()
 
-    def say(self, line: str) -> None:
-        """An event line (a trial ended, failed): above the live view, or a plain line."""
-        if self.mode == "none" and "FAILED" not in line:
+    def say(self, line: str, *, always: bool = False) -> None:
+        """An event line (a trial ended, failed): above the live view, or a plain line. ``always``: shown in
+        every mode, ``none`` too (a failure, a retry, a config that diverged)."""
+        if self.mode == "none" and not always:
             return
         with self.lock:
             if self.live is not None:
@@ -276,6 +279,9 @@ def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, tri
             self.state.started = self.state.clock()
             self.mode = mode or default_mode(stream)
             self.display = Display(self.state, self.mode, stream)
+            # This view says each failure in a line (its cause and error file): Tune's ERROR line with the
+            # trial's whole traceback, per attempt, would bury it.
+            logging.getLogger(TUNE_CONTROLLER).addFilter(_TUNE_TRIAL_FAILED)
 
         def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
             if not self.seeded:
@@ -293,21 +299,56 @@ def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, tri
         def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             self.state.ended(trial.trial_id)
             ended = self.state.by_trial[trial.trial_id]
+            if self.display is None:
+                return
+            diverged = (getattr(trial, "last_result", None) or {}).get(DIVERGED)
+            if diverged:
+                self.display.say(f"[{trial.trial_id}] diverged at {ended.env_steps:,} env steps ({diverged})", always=True)
+                return
             value = "--" if ended.value is None else f"{ended.value:.4g}"
+            self.display.say(f"[{trial.trial_id}] {ended.state} at {ended.env_steps:,} env steps: {spec.metric.name} {value}")
+
+        def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             if self.display is not None:
-                self.display.say(f"[{trial.trial_id}] {ended.state} at {ended.env_steps:,} env steps: {spec.metric.name} {value}")
+                failures = trial.run_metadata.num_failures
+                self.display.say(
+                    f"[{trial.trial_id}] failed ({_cause(trial)}); retrying from its latest checkpoint, attempt "
+                    f"{failures + 1} of {trial.max_failures + 1 if trial.max_failures >= 0 else 'unlimited'}; "
+                    f"see {trial.path}/{store.ERROR_FILE}",
+                    always=True,
+                )
 
         def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             self.state.ended(trial.trial_id, error=True)
             if self.display is not None:
-                self.display.say(f"[{trial.trial_id}] FAILED, see {trial.path}/{store.ERROR_FILE}")
+                self.display.say(f"[{trial.trial_id}] FAILED ({_cause(trial)}); see {trial.path}/{store.ERROR_FILE}", always=True)
 
         def on_experiment_end(self, trials: list, **info: Any) -> None:
+            logging.getLogger(TUNE_CONTROLLER).removeFilter(_TUNE_TRIAL_FAILED)
             if self.display is not None:
                 self.display.close()
                 self.display = None
 
     return Progress()
+
+
+#: Ray 2.60: Tune's controller logs ``Trial task failed for trial <trial>`` at ERROR with the traceback.
+TUNE_CONTROLLER = "ray.tune.execution.tune_controller"
+
+
+class _DropTrialFailed(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Trial task failed for trial")
+
+
+_TUNE_TRIAL_FAILED = _DropTrialFailed()
+
+
+def _cause(trial: Any) -> str:
+    """The last line of a failed Tune trial's latest error (its exception, without the traceback)."""
+    from rlsweep import store
+
+    return store.last_error_line(Path(trial.path) / store.ERROR_FILE) or "no error recorded"
 
 
 def result_line(spec: Any, trial_id: str, result: Mapping[str, Any]) -> str:

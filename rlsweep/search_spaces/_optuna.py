@@ -160,6 +160,8 @@ class OptunaSearcher(SearcherEntry):
     name = "optuna"
     doc = "Optuna over a define-by-run space (conditions supported); sampler: tpe (default), gp, cmaes, qmc, random"
     model_based = True
+    # Each draw reads every earlier one: 10,000 took 53 s here with 8 parameters; 3000 a tenth of that.
+    max_samples = 3000
     compiler = OptunaCompiler()
     Options: ClassVar[type[Section]] = OptunaOptions
 
@@ -177,7 +179,8 @@ class OptunaSearcher(SearcherEntry):
 
     def make(self, request: SearchRequest) -> Any:
         import optuna
-        from ray.tune.search.optuna import OptunaSearch
+
+        from rlsweep.search_spaces._optuna_search import TrialAwareOptunaSearch
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         compiled = self.compiler.compile(request.space, lossy=request.lossy)
@@ -185,8 +188,8 @@ class OptunaSearcher(SearcherEntry):
             # multivariate, group, constant_liar and GP are marked experimental in Optuna 5; rlsweep pins Optuna.
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             sampler = _sampler(request)
-        return OptunaSearch(space=compiled.native, metric=request.metric, mode=request.mode,
-                            points_to_evaluate=request.points_for(compiled), sampler=sampler)
+        return TrialAwareOptunaSearch(space=compiled.native, metric=request.metric, mode=request.mode,
+                                      points_to_evaluate=request.points_for(compiled), sampler=sampler)
 
     def add_evaluated(self, searcher: Any, request: SearchRequest) -> None:
         """Each earlier trial becomes a finished (or pruned) trial of the study, with the distributions the

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsweep import _compat, metrics, store, tracing
-from rlsweep.errors import NonFiniteLossError, Problem, SpecError
+from rlsweep.errors import Problem, SpecError
 from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._curriculum import apply as apply_curriculum, curriculum_for
 from rlsweep.trainables._config import build_config, settings_for, trial_resources
@@ -221,11 +221,13 @@ class TrialLoop:
         self.last_rule = meta.get("rule_env_steps", restored)
         return False
 
-    def train_step(self) -> tuple[list[dict[str, Any]], dict[str, float]]:
-        """One ``algo.train()`` per seed, each timed; returns RLlib's results and the hyperparameters the
-        first seed started with."""
+    def train_step(self) -> tuple[list[dict[str, Any]], dict[str, float], str | None]:
+        """One ``algo.train()`` per seed, each timed; returns RLlib's results, the hyperparameters the
+        first seed started with, and the non-finite losses where a seed's config diverged (its results
+        then end there)."""
         hyperparams = in_effect(self.algo, self.searched)  # read before: the values its first update uses
         results = []
+        diverged = None
         for run in self.runs:
             with run.timer.iteration():
                 result = run.algo.train()
@@ -238,14 +240,12 @@ class TrialLoop:
                 *run.timer.last_window, run.timer.last_intervals, env_steps=lifetime_env_steps(result),
                 iteration=result.get("training_iteration"), seed=run.seed, node_id=self.node_id,
             )
+            results.append(result)
             if losses := non_finite_losses(result):
                 which = f" (seed {run.seed})" if len(self.runs) > 1 else ""
-                raise NonFiniteLossError(
-                    f"non-finite loss at {lifetime_env_steps(result)} env steps{which}: {', '.join(losses)}; the trial "
-                    f"is retried from its latest checkpoint up to failure.max_retries={self.spec.failure.max_retries} times"
-                )
-            results.append(result)
-        return results, hyperparams
+                diverged = ", ".join(losses) + which
+                break
+        return results, hyperparams, diverged
 
     def evaluate(self, results: list[dict[str, Any]], env_steps: int, done: bool) -> float | None:
         """Greedy episodes on RLlib's evaluation runner of each seed when due; returns the seconds it took
@@ -383,7 +383,13 @@ class TrialLoop:
             if self.restore():
                 return
             while True:
-                results, hyperparams = self.train_step()
+                results, hyperparams, diverged = self.train_step()
+                if diverged is not None:
+                    # The config's doing, not the machine's: the trial ends here, once (a retry from its
+                    # checkpoint would diverge again), its last row saying so. Its weights are not finite,
+                    # so no checkpoint of them.
+                    self.report_diverged(results, hyperparams, diverged)
+                    return
                 env_steps = min(lifetime_env_steps(result) for result in results)
                 done = env_steps >= self.spec.budget.env_steps
                 eval_time = self.evaluate(results, env_steps, done)
@@ -399,6 +405,19 @@ class TrialLoop:
                     return
         finally:
             self.stop()
+
+    def report_diverged(self, results: list[dict[str, Any]], hyperparams: Mapping[str, float], losses: str) -> None:
+        """The last row of a trial whose config diverged: the seeds that trained this iteration (a seed
+        that diverged ends the others' too), with :data:`metrics.DIVERGED` naming the losses."""
+        runs, self.runs = self.runs, self.runs[: len(results)]
+        try:
+            row = self.row(results, hyperparams, None)
+        except SpecError:
+            row = {metrics.ENV_STEPS: min(lifetime_env_steps(result) for result in results)}
+        finally:
+            self.runs = runs
+        row[metrics.DIVERGED] = losses
+        self.report(row, checkpoint=False)
 
     def stop(self) -> None:
         for run in getattr(self, "runs", []):

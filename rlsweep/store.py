@@ -24,15 +24,18 @@ import datetime as _dt
 import json
 import logging
 import math
+import os
+import pickletools
 import re
+import stat
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlsweep.errors import Problem, SweepError
-from rlsweep.metrics import ENV_STEPS, env_steps
+from rlsweep.errors import Problem, SweepError, shorten
+from rlsweep.metrics import DIVERGED, ENV_STEPS, env_steps
 from rlsweep.seeds import SEED_PATH
 
 log = logging.getLogger("rlsweep")
@@ -79,6 +82,112 @@ FAILURE_HEADING = "Failure # "
 
 #: Tune's trial states, as rlsweep reports them.
 TERMINATED, ERROR, RUNNING, PENDING, PAUSED = "TERMINATED", "ERROR", "RUNNING", "PENDING", "PAUSED"
+TUNE_STATUSES = (TERMINATED, ERROR, RUNNING, PENDING, PAUSED)
+#: Tune's keys of a trial entry in the experiment state: the trial's folder (relative to the experiment's)
+#: and its config.
+TRIAL_DIR_KEY, STATUS_KEY, FAILURES_KEY = "relative_logdir", "status", "num_failures"
+#: Tune's keys in a result row that readers compute with: a value that is not a finite number is dropped.
+NUMERIC_ROW_KEYS = (TIMESTAMP_KEY, "time_total_s")
+#: States of a trial rlsweep cannot read: listed in Tune's state with its folder gone, or its results file
+#: there but unreadable (a folder, a FIFO, no permission). Neither is one of Tune's.
+MISSING, UNREADABLE = "MISSING", "UNREADABLE"
+#: How many problems of one kind a reader names one by one before it counts the rest.
+MAX_WARNINGS = 10
+
+
+# --- reading a file safely --------------------------------------------------------------------------------
+
+
+class UnreadableFile(SweepError):
+    """A file of the experiment that is there but cannot be read as a file: a folder, a FIFO, a socket or a
+    device where a file belongs, or one the user may not read."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file ("...: is a FIFO, not a file"); None where it is a regular file
+    or is not there."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc})"
+    return None if stat.S_ISREG(mode) else f"{path}: is {_kind(mode)}, not a file"
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The bytes of the file at ``path``; None where there is none. Only a regular file is opened: a FIFO
+    blocks its reader until something writes to it, and a device may never end.
+
+    Raises:
+        UnreadableFile: it is there but is no regular file, or cannot be read.
+    """
+    if (problem := file_problem(path)) is not None:
+        raise UnreadableFile(problem)
+    try:
+        # O_NONBLOCK: were it swapped for a FIFO since the check, the open still returns at once.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise UnreadableFile(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnreadableFile(f"{path}: is {_kind(mode)}, not a file")
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise UnreadableFile(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+class GarbledFile(SweepError):
+    """A file of the experiment that reads, but not as what belongs there (cut off, garbled)."""
+
+
+_ABSENT = object()
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON value in ``path``; ``_ABSENT`` where there is no file.
+
+    Raises:
+        UnreadableFile: no regular file, or one that cannot be read.
+        GarbledFile: not JSON (cut off, garbled, nested past Python's limit).
+    """
+    data = read_bytes(path)
+    if data is None:
+        return _ABSENT
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise GarbledFile(f"{path}: is not JSON ({type(exc).__name__})") from None
+
+
+def _warn_each(problems: list[str]) -> None:
+    for problem in problems[:MAX_WARNINGS]:
+        log.warning("%s", problem)
+    if len(problems) > MAX_WARNINGS:
+        log.warning("... and %d more problem(s) like these", len(problems) - MAX_WARNINGS)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 # --- the sweep -----------------------------------------------------------------------------------------
@@ -116,9 +225,11 @@ def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any]
 def read_sweep_info(path: Path) -> dict[str, Any]:
     """The sweep's info. Raises :class:`SweepError` where ``path`` is no rlsweep experiment directory."""
     try:
-        info = json.loads((path / SWEEP_FILE).read_text())
-    except (OSError, ValueError) as exc:
-        raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE}: {exc})") from None
+        info = _read_json(path / SWEEP_FILE)
+    except SweepError as exc:
+        raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE}: {str(exc).removeprefix(f'{path / SWEEP_FILE}: ')})") from None
+    if info is _ABSENT:
+        raise SweepError(f"{path}: not an rlsweep experiment directory (no {SWEEP_FILE})")
     if not isinstance(info, dict) or "sweep_id" not in info:
         raise SweepError(f"{path}: not an rlsweep experiment directory ({SWEEP_FILE} has no sweep_id)")
     # rlsweep writes a uuid's hex; MLflow finds a sweep's runs by it, inside a quoted filter.
@@ -137,6 +248,8 @@ def mlflow_lock(root: Path) -> Iterator[None]:
     import fcntl
 
     try:
+        if (problem := file_problem(root / MLFLOW_LOCK)) is not None:  # a FIFO would block the open
+            raise OSError(problem)
         handle = open(root / MLFLOW_LOCK, "a")  # noqa: SIM115 - held across the yield
     except OSError as exc:
         # A directory the user may read but not write (another's results, a read-only mount): export it
@@ -156,6 +269,8 @@ def read_new_rows(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
     """The complete result rows in a ``result.json`` from byte ``offset`` on, and the offset after the last
     complete line (a line Tune is still writing waits for the next call)."""
     try:
+        if file_problem(path) is not None:  # never open a FIFO or a device: the live logger would hang on it
+            return [], offset
         with open(path, "rb") as handle:
             handle.seek(offset)
             data = handle.read()
@@ -166,10 +281,10 @@ def read_new_rows(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
     for line in data[:end].splitlines():
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             row = None
         if isinstance(row, dict):  # as read_rows counts them: a garbled line is no row
-            rows.append(row)
+            rows.append(_numeric_keys_checked(row))
     return rows, offset + end
 
 
@@ -204,8 +319,8 @@ def write_confirmation_plan(root: Path, plan: Mapping[str, Any]) -> None:
 def _json_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None where it is missing, unreadable or not an object."""
     try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
+        value = _read_json(path)
+    except SweepError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -229,13 +344,43 @@ def write_reproducibility(root: Path, record: Mapping[str, Any], page: str) -> t
 
 
 def reproducibility_files(root: Path) -> list[Path]:
-    """The record's files, where ``rlsweep confirm`` wrote them."""
-    return [p for p in (root / REPRODUCIBILITY_JSON, root / REPRODUCIBILITY_MD) if p.exists()]
+    """The record's files, where ``rlsweep confirm`` wrote them (a folder or a FIFO in their place is named
+    in a warning and left out: logging it as an artifact would fail, or block on the FIFO)."""
+    files = []
+    for path in (root / REPRODUCIBILITY_JSON, root / REPRODUCIBILITY_MD):
+        if (problem := file_problem(path)) is not None:
+            log.warning("%s; left out", problem)
+        elif path.exists():
+            files.append(path)
+    return files
 
 
-def read_confirmation(root: Path) -> dict[str, Any] | None:
-    """The confirmation's result, or None where ``rlsweep confirm`` has not finished one."""
-    return _json_object(root / CONFIRMATION_FILE)
+def confirmation_problems(root: Path) -> list[str]:
+    """What stops ``rlsweep confirm`` from writing its files at ``root`` once it has retrained: a folder, a
+    FIFO or a device where one of them goes, or a file where its experiment's folder goes."""
+    problems = [p for name in (CONFIRMATION_FILE, REPRODUCIBILITY_JSON, REPRODUCIBILITY_MD)
+                if (p := file_problem(root / name)) is not None]
+    if os.path.lexists(confirmation_dir(root)) and not _is_dir(confirmation_dir(root)):
+        problems.append(f"{confirmation_dir(root)}: is not a folder")
+    elif (p := file_problem(confirmation_dir(root) / CONFIRMATION_PLAN)) is not None:
+        problems.append(p)
+    return problems
+
+
+def has_confirmation(root: Path) -> bool:
+    """Whether something is where ``rlsweep confirm`` writes its result (readable or not)."""
+    return os.path.lexists(root / CONFIRMATION_FILE)
+
+
+def read_confirmation(root: Path) -> Any:
+    """The JSON in the confirmation's result file, as found (its shape is the analysis' to check); None where
+    ``rlsweep confirm`` has not finished one.
+
+    Raises:
+        SweepError: the file is there but is no regular file (:class:`UnreadableFile`), or not JSON.
+    """
+    value = _read_json(root / CONFIRMATION_FILE)
+    return None if value is _ABSENT else value
 
 
 # --- a trial: written by the trial itself ----------------------------------------------------------------
@@ -256,8 +401,8 @@ def spec_problems(root: Path) -> list[Problem]:
     found: dict[tuple[str, str], Problem] = {}
     for path in sorted(root.glob(f"*/{SPEC_PROBLEMS_FILE}")):
         try:
-            entries = json.loads(path.read_text())
-        except (OSError, ValueError):
+            entries = _read_json(path)
+        except SweepError:
             continue
         for entry in entries if isinstance(entries, list) else []:
             if isinstance(entry, dict):
@@ -282,11 +427,15 @@ def seed_checkpoint_dir(directory: str | Path, index: int) -> Path:
 
 
 def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
-    """Raises :class:`SweepError` for a checkpoint rlsweep did not write (or cut off by a crash)."""
+    """Raises :class:`SweepError` for a checkpoint rlsweep did not write (or cut off by a crash), and
+    :class:`UnreadableFile` where its metadata is a folder, a FIFO or a device."""
+    path = Path(directory, CHECKPOINT_META)
     try:
-        meta = json.loads(Path(directory, CHECKPOINT_META).read_text())
-    except (OSError, ValueError) as exc:
+        meta = _read_json(path)
+    except GarbledFile as exc:
         raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({exc})") from None
+    if meta is _ABSENT:
+        raise SweepError(f"{directory}: not a complete rlsweep checkpoint (no {CHECKPOINT_META})")
     if not isinstance(meta, dict) or not isinstance(meta.get("metrics", {}), dict):
         raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({CHECKPOINT_META} is not rlsweep's)")
     return meta
@@ -319,6 +468,8 @@ class Trial:
         raw_rows: Every row in the order Tune appended it, redone iterations included.
         settings: Every setting it ran with, as the trial recorded them (None for trials that never started).
         failures: How many times the trial failed (and, while retries were left, restarted).
+        damage: What of it could not be read, each naming the file and what is wrong (a folder or a FIFO
+            where a file belongs, its folder gone): a reader's answer without it is incomplete.
     """
 
     trial_id: str
@@ -331,6 +482,7 @@ class Trial:
     raw_rows: tuple[Mapping[str, Any], ...] = ()
     failures: int = 0
     settings: Mapping[str, Any] | None = None
+    damage: tuple[str, ...] = ()
 
     def values(self, metric: str) -> list[float]:
         return [float(r[metric]) if _finite(r.get(metric)) else math.nan for r in self.rows]
@@ -355,32 +507,47 @@ class Trial:
         return [self.seed] if self.seed is not None else []
 
     @property
+    def diverged(self) -> str | None:
+        """The losses that went non-finite where the trial's config diverged (its last row says so; the
+        trial ended there), else None."""
+        cause = self.rows[-1].get(DIVERGED) if self.rows else None
+        return str(cause) if cause else None
+
+    @property
     def latest_checkpoint(self) -> CheckpointRecord | None:
         """The newest checkpoint on disk by env steps (Tune's ``get_last_checkpoint`` can return an older,
         better-scoring one once pruning has run)."""
         return max(self.checkpoints, key=lambda c: c.env_steps, default=None)
 
 
+def _numeric_keys_checked(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` without Tune's number keys whose value is not a finite number (readers compute with them)."""
+    if any(k in row and not _finite(row[k]) for k in NUMERIC_ROW_KEYS):
+        return {k: v for k, v in row.items() if k not in NUMERIC_ROW_KEYS or _finite(v)}
+    return row
+
+
 def read_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The result rows in a ``result.json``, and how many lines could not be read. A line cut off by a
-    crash or garbled on disk is skipped; the rows before and after it still count."""
+    crash or garbled on disk is skipped; the rows before and after it still count. No file: no rows.
+
+    Raises:
+        UnreadableFile: it is a folder, a FIFO or a device, or cannot be read.
+    """
     rows: list[dict[str, Any]] = []
     bad = 0
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return rows, bad
-    for line in text.splitlines():
+    data = read_bytes(path)
+    for line in (data or b"").decode(errors="replace").splitlines():
         line = line.strip()
         if not line:
             continue
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             bad += 1
             continue
         if isinstance(row, dict):
-            rows.append(row)
+            rows.append(_numeric_keys_checked(row))
         else:
             bad += 1
     return rows, bad
@@ -400,87 +567,189 @@ def one_timeline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def trial_states(root: Path) -> dict[str, tuple[str, int]]:
-    """trial_id -> (status, failures so far) from the newest Tune experiment state file."""
-    states: dict[str, tuple[str, int]] = {}
+# --- Tune's experiment state ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TuneEntry:
+    """One trial as Tune's experiment state lists it.
+
+    Attributes:
+        status: One of :data:`TUNE_STATUSES`; None where the entry's is not one of them.
+        folder: The trial's folder name as Tune recorded it (None before the trial started).
+    """
+
+    trial_id: str
+    status: str | None
+    failures: int = 0
+    folder: str | None = None
+    config: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TuneState:
+    """The newest experiment state file, as far as it reads.
+
+    Attributes:
+        entries: trial id -> its entry; None where the file cannot be read as Tune's at all.
+        problems: What is wrong in it, each naming the file (a reader skips what is odd; a resume refuses).
+    """
+
+    path: Path | None
+    entries: dict[str, TuneEntry] | None
+    problems: tuple[str, ...] = ()
+
+
+def _entry_part(part: Any) -> Any:
+    """One half of a trial entry: Tune writes each as a JSON string."""
+    if isinstance(part, str):
+        return json.loads(part)
+    return part
+
+
+def _tune_entry(entry: Any) -> tuple[TuneEntry | None, str | None]:
+    """A trial entry of Tune's state (``[trial JSON, runtime JSON]``), and what is odd about it."""
+    if not isinstance(entry, list) or not entry:
+        return None, f"is {shorten(entry)}, not a trial entry"
+    try:
+        trial_json = _entry_part(entry[0])
+        runtime = _entry_part(entry[1]) if len(entry) > 1 else {}
+    except (ValueError, RecursionError):
+        return None, "is cut off or garbled (not JSON)"
+    if not isinstance(trial_json, dict):
+        return None, f"holds {shorten(trial_json)}, not a trial"
+    trial_id = trial_json.get(TRIAL_ID_KEY)
+    if not isinstance(trial_id, str) or not trial_id:
+        return None, f"has trial id {shorten(trial_id)}, not a name"
+    status = trial_json.get(STATUS_KEY, PENDING)
+    folder = trial_json.get(TRIAL_DIR_KEY)
+    failures = runtime.get(FAILURES_KEY, 0) if isinstance(runtime, dict) else 0
+    config = trial_json.get(CONFIG_KEY)
+    parsed = TuneEntry(
+        trial_id=trial_id,
+        status=status if status in TUNE_STATUSES else None,
+        failures=failures if isinstance(failures, int) and not isinstance(failures, bool) and failures >= 0 else 0,
+        # A name inside the experiment's folder; anything else is not where Tune puts a trial.
+        folder=folder if isinstance(folder, str) and folder and Path(folder).name == folder and folder != ".." else None,
+        config=config if isinstance(config, dict) else None,
+    )
+    if parsed.status is None:
+        return parsed, f"(trial {trial_id}) has status {shorten(status)}, not one of Tune's {', '.join(TUNE_STATUSES)}"
+    if len(entry) != 2 or not all(isinstance(part, str) for part in entry):
+        # Tune restores an entry as exactly two JSON texts, the trial and its run data.
+        return parsed, f"(trial {trial_id}) is not as Tune writes an entry (two JSON texts)"
+    if not isinstance(runtime, dict) or parsed.failures != failures:
+        what = f"failures {shorten(failures)}" if isinstance(runtime, dict) else f"run data {shorten(runtime)}"
+        return parsed, f"(trial {trial_id}) has {what}, not Tune's; read as 0 failures"
+    return parsed, None
+
+
+def tune_state(root: Path) -> TuneState:
+    """The newest Tune experiment state at ``root``: each trial entry that reads, and what is odd in it."""
     # Named by the start time of each run of the sweep (a resume adds one); Tune may touch an older one
     # later, so the name orders them, not the modification time.
     files = sorted(root.glob(STATE_GLOB), key=lambda p: p.name)
     if not files:
-        return states
+        return TuneState(None, None)
+    newest = files[-1]
     try:
-        data = json.loads(files[-1].read_text())
-    except (OSError, ValueError):
-        return states
+        data = _read_json(newest)
+    except SweepError as exc:
+        return TuneState(newest, None, (f"{exc}; the trials' own files tell their states",))
     entries = data.get("trial_data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        return states  # not a state Tune wrote: the trials' own files tell their states
-    for entry in entries:
-        try:
-            trial_json = json.loads(entry[0]) if isinstance(entry, list) else entry
-            runtime = json.loads(entry[1]) if isinstance(entry, list) and len(entry) > 1 else {}
-        except (ValueError, TypeError):
-            continue
-        if not isinstance(trial_json, dict) or not isinstance(runtime, dict):
-            continue  # not an entry Tune writes; the trial's own files still tell its state
-        trial_id = trial_json.get(TRIAL_ID_KEY)
-        if not trial_id:
-            continue
-        failures = runtime.get("num_failures", 0)
-        states[trial_id] = (trial_json.get("status", PENDING), int(failures) if isinstance(failures, int) else 0)
-    return states
+        # Not a state Tune wrote: the trials' own files tell their states.
+        return TuneState(newest, None, (f"{newest}: is not a Tune experiment state (no list of trial entries)",))
+    found: dict[str, TuneEntry] = {}
+    problems = []
+    for index, entry in enumerate(entries):
+        parsed, problem = _tune_entry(entry)
+        if problem is not None:
+            problems.append(f"{newest}: trial entry {index} {problem}")
+        if parsed is not None:
+            if parsed.trial_id in found:
+                problems.append(f"{newest}: trial entry {index} lists trial {parsed.trial_id} a second time")
+            found[parsed.trial_id] = parsed
+    return TuneState(newest, found, tuple(problems))
+
+
+def trial_states(root: Path) -> dict[str, tuple[str, int]]:
+    """trial_id -> (status, failures so far) from the newest Tune experiment state file, for the entries
+    whose status is one of Tune's."""
+    entries = tune_state(root).entries or {}
+    return {e.trial_id: (e.status, e.failures) for e in entries.values() if e.status is not None}
+
+
+def _complete_pickle(path: Path) -> str | None:
+    """What is wrong with the pickle at ``path`` (None: it is whole). Walks its opcodes without running
+    any: a cut-off pickle has no STOP."""
+    try:
+        data = read_bytes(path)
+    except UnreadableFile as exc:
+        return str(exc)
+    if data is None:
+        return f"{path.name} is missing"
+    try:
+        for _ in pickletools.genops(data):
+            pass
+    except Exception as exc:  # noqa: BLE001 - genops raises ValueError, struct.error, ... on a broken stream
+        return f"{path.name} is cut off or not a pickle ({type(exc).__name__})"
+    return None
 
 
 def resume_problems(root: Path) -> list[str]:
-    """What stops Tune from restoring the sweep at ``root`` as it was: a missing tuner, or a newest experiment
-    state that is cut off or not Tune's (Tune would start over from it, or invent trials with empty
-    configs). Empty when the state looks whole."""
+    """What stops Tune from restoring the sweep at ``root`` as it was, each naming the file: a missing or
+    cut-off tuner; a newest experiment state that is cut off, not Tune's, or has an entry Tune cannot
+    restore (an odd entry, a trial id that is no name, a status Tune does not know, which would rerun a
+    finished trial); a trial folder Tune's state does not list (a resume would never continue it) or a listed
+    one that is gone; a file of a trial that cannot be read; a directory it cannot write. Empty when the
+    sweep can be resumed. Reads only; changes nothing."""
     problems = []
-    if not (root / TUNER_FILE).is_file():
-        problems.append(f"{TUNER_FILE} is missing")
-    files = sorted(root.glob(STATE_GLOB), key=lambda p: p.name)
-    if files:
-        newest = files[-1]
+    for name in (SWEEP_FILE, SPEC_FILE):
+        if (problem := file_problem(root / name)) is not None:
+            problems.append(problem)
+    if (problem := _complete_pickle(root / TUNER_FILE)) is not None:
+        problems.append(problem)
+    state = tune_state(root)
+    problems += state.problems
+    if state.path is not None and state.entries is not None and not state.entries:
+        problems.append(f"{state.path.name} is not a Tune experiment state (no readable trial entries)")
+    if state.entries and file_problem(root / SWEEP_FILE) is None:
         try:
-            data = json.loads(newest.read_text())
-        except (OSError, ValueError) as exc:
-            problems.append(f"{newest.name} is cut off or garbled ({type(exc).__name__})")
-        else:
-            if not (isinstance(data, dict) and _whole_trial_data(data.get("trial_data"))):
-                problems.append(f"{newest.name} is not a Tune experiment state (no readable trial entries)")
+            found = _read_experiment(root, 0, state)
+        except SweepError as exc:
+            return [*problems, str(exc)]
+        problems += [d for t in found.trials for d in t.damage]
+        problems += [f"{folder}: a trial folder {state.path.name if state.path else 'Tune'} does not list (Tune "
+                     "would never continue it): move it out of the directory" for folder in found.unlisted]
+        writable = [root] + [t.path for t in found.trials if t.state not in (TERMINATED, ERROR, MISSING)]
+        problems += [f"{path}: cannot be written (read-only); a resume writes there" for path in writable
+                     if not os.access(path, os.W_OK)]
     return problems
 
 
-def _whole_trial_data(entries: Any) -> bool:
-    if not isinstance(entries, list) or not entries:
-        return False
-    for entry in entries:
-        try:
-            trial_json = json.loads(entry[0]) if isinstance(entry, list) and entry else None
-        except (TypeError, ValueError):
-            return False
-        if not isinstance(trial_json, dict) or not trial_json.get(TRIAL_ID_KEY):
-            return False
-    return True
+# --- reading trials --------------------------------------------------------------------------------------
 
 
-def _trial_dirs(root: Path) -> Iterator[Path]:
-    for child in sorted(root.iterdir()):
-        if child.is_dir() and ((child / PARAMS_FILE).exists() or (child / RESULT_FILE).exists()):
-            yield child
+def _has_trial_files(folder: Path) -> bool:
+    return any(os.path.lexists(folder / name) for name in (PARAMS_FILE, RESULT_FILE))
 
 
-def _checkpoints(trial_dir: Path) -> tuple[CheckpointRecord, ...]:
+def _checkpoints(trial_dir: Path, damage: list[str]) -> tuple[CheckpointRecord, ...]:
     records = []
     for directory in sorted(trial_dir.glob(CHECKPOINT_GLOB)):
         try:
             meta = read_checkpoint_meta(directory)
+        except UnreadableFile as exc:
+            damage.append(str(exc))
+            continue
         except SweepError:
             continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
-        if not (directory / ALGORITHM_STATE).is_dir():
+        if not _is_dir(directory / ALGORITHM_STATE):
             log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
             continue
-        records.append(CheckpointRecord(directory, meta.get("metrics", {})))
+        metrics = meta.get("metrics", {})
+        records.append(CheckpointRecord(directory, {k: v for k, v in metrics.items() if _finite(v)}))
     return tuple(records)
 
 
@@ -490,52 +759,157 @@ def _trial_id_from_dirname(name: str) -> str:
     return match.group(1) if match else name
 
 
-def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
-    """Every trial of the experiment at ``root``, as found on disk."""
+def _folders_of(root: Path, entries: Mapping[str, TuneEntry]) -> tuple[list[Path], dict[Path, str]]:
+    """The folders in ``root``, and those Tune's entries name (folder -> trial id): by the folder Tune
+    recorded, else the folder whose name holds the trial id as Tune writes it (``<trainable>_<id>_...``)."""
+    try:
+        folders = sorted(child for child in root.iterdir() if _is_dir(child))
+    except OSError:
+        return [], {}
+    by_name = {f.name: f for f in folders}
+    by_token: dict[str, Path] = {}
+    for folder in folders:
+        parts = folder.name.split("_")
+        for i in range(len(parts)):
+            by_token.setdefault(parts[i], folder)
+            if i + 1 < len(parts):
+                by_token.setdefault(f"{parts[i]}_{parts[i + 1]}", folder)
+    claimed: dict[Path, str] = {}
+    for entry in entries.values():
+        folder = by_name.get(entry.folder) if entry.folder else None
+        folder = folder or by_token.get(entry.trial_id)
+        if folder is not None and folder not in claimed:
+            claimed[folder] = entry.trial_id
+    return folders, claimed
+
+
+@dataclass(frozen=True)
+class _Found:
+    trials: list[Trial]
+    #: Trial folders the state does not list (only where a state lists trials).
+    unlisted: list[Path]
+    #: What a reader warns about besides the trials' damage (garbled lines, odd state entries).
+    notes: list[str]
+
+
+def _read_trial(
+    trial_dir: Path, trial_id: str | None, entry: TuneEntry | None, *, restores_others: bool, budget_env_steps: int,
+    notes: list[str],
+) -> Trial:
+    """One trial folder, read as far as it can be; what cannot is its damage."""
+    damage: list[str] = []
+    try:
+        raw, bad = read_rows(trial_dir / RESULT_FILE)
+        results_readable = True
+    except UnreadableFile as exc:
+        raw, bad, results_readable = [], 0, False
+        damage.append(f"{exc}: the trial's results cannot be read")
+    if bad:
+        notes.append(f"{trial_dir.name}: skipped {bad} unreadable line(s) of {RESULT_FILE}")
+    rows = raw if restores_others else one_timeline(raw)
+    # The config in force at the last result: PBT/PB2 change it during the trial (params.json keeps
+    # the first one).
+    config = rows[-1].get(CONFIG_KEY) if rows else None
+    if not isinstance(config, Mapping):
+        try:
+            params = _read_json(trial_dir / PARAMS_FILE)
+        except UnreadableFile as exc:
+            damage.append(str(exc))
+            params = None
+        except GarbledFile:
+            params = None
+        config = params if isinstance(params, dict) else (entry.config if entry is not None and entry.config else {})
+    first_id = rows[0].get(TRIAL_ID_KEY) if rows else None
+    trial_id = trial_id or (first_id if isinstance(first_id, str) and first_id else _trial_id_from_dirname(trial_dir.name))
+    status, failures = (entry.status, entry.failures) if entry is not None else (None, 0)
+    error_text = None
+    try:
+        errors = read_bytes(trial_dir / ERROR_FILE)
+    except UnreadableFile as exc:
+        damage.append(f"{exc}: the trial's error cannot be read")
+        errors = None
+    if errors is not None:
+        text = errors.decode(errors="replace")
+        # Tune appends every failure; one the trial recovered from (a retry) is not its error.
+        if status in (None, ERROR):
+            error_text = text.strip()
+            status = status or ERROR
+        failures = max(failures, text.count(FAILURE_HEADING))
+    if status is None:
+        done = bool(rows) and (rows[-1].get(DONE_KEY) or env_steps(rows[-1]) >= budget_env_steps)
+        status = TERMINATED if done else RUNNING if rows else PENDING
+    try:
+        settings = _read_json(trial_dir / TRIAL_FILE)
+    except UnreadableFile as exc:
+        damage.append(str(exc))
+        settings = None
+    except GarbledFile:
+        settings = None
+    checkpoints = _checkpoints(trial_dir, damage)
+    return Trial(
+        trial_id=trial_id,
+        path=trial_dir,
+        config=config,
+        rows=tuple(rows),
+        raw_rows=tuple(raw),
+        state=status if results_readable else UNREADABLE,
+        error=error_text,
+        failures=failures,
+        checkpoints=checkpoints,
+        settings=settings if isinstance(settings, dict) else None,
+        damage=tuple(damage),
+    )
+
+
+def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None = None) -> _Found:
     info = read_sweep_info(root)
     # Trials that restore other trials' checkpoints (PBT/PB2) legitimately jump to another env-step count.
     restores_others = bool(info.get("restores_other_trials", False))
-    states = trial_states(root)
-    trials = []
-    for trial_dir in _trial_dirs(root):
-        raw, bad = read_rows(trial_dir / RESULT_FILE)
-        if bad:
-            log.warning("%s: skipped %d unreadable line(s) of %s", trial_dir.name, bad, RESULT_FILE)
-        rows = raw if restores_others else one_timeline(raw)
-        # The config in force at the last result: PBT/PB2 change it during the trial (params.json keeps
-        # the first one).
-        config = rows[-1].get(CONFIG_KEY) if rows else None
-        if not isinstance(config, Mapping):
-            config = _json_object(trial_dir / PARAMS_FILE) or {}
-        trial_id = str(rows[0][TRIAL_ID_KEY]) if rows and TRIAL_ID_KEY in rows[0] else _trial_id_from_dirname(trial_dir.name)
-        status, failures = states.get(trial_id, (None, 0))
-        error_text = None
-        error_path = trial_dir / ERROR_FILE
-        if error_path.exists():
-            errors = error_path.read_text(errors="replace")
-            # Tune appends every failure; one the trial recovered from (a retry) is not its error.
-            if status in (None, ERROR):
-                error_text = errors.strip()
-                status = status or ERROR
-            failures = max(failures, errors.count(FAILURE_HEADING))
-        if status is None:
-            done = bool(rows) and (rows[-1].get(DONE_KEY) or env_steps(rows[-1]) >= budget_env_steps)
-            status = TERMINATED if done else RUNNING if rows else PENDING
-        trials.append(
-            Trial(
-                trial_id=trial_id,
-                path=trial_dir,
-                config=config,
-                rows=tuple(rows),
-                raw_rows=tuple(raw),
-                state=status,
-                error=error_text,
-                failures=failures,
-                checkpoints=_checkpoints(trial_dir),
-                settings=read_trial_settings(trial_dir),
-            )
-        )
-    return trials
+    state = state or tune_state(root)
+    entries = state.entries or {}
+    notes = list(state.problems)
+    folders, claimed = _folders_of(root, entries)
+    trials, unlisted = [], []
+    for folder in folders:
+        trial_id = claimed.get(folder)
+        if trial_id is None and not _has_trial_files(folder):
+            continue
+        trial = _read_trial(folder, trial_id, entries.get(trial_id) if trial_id else None,
+                            restores_others=restores_others, budget_env_steps=budget_env_steps, notes=notes)
+        if trial_id is None and trial.trial_id in entries and not any(v == trial.trial_id for v in claimed.values()):
+            # Its rows name a listed trial whose folder Tune recorded under another name (a renamed folder).
+            claimed[folder] = trial.trial_id
+            trial = _read_trial(folder, trial.trial_id, entries[trial.trial_id], restores_others=restores_others,
+                                budget_env_steps=budget_env_steps, notes=[])
+        elif trial_id is None and entries:
+            unlisted.append(folder)
+        trials.append(trial)
+    found_ids = set(claimed.values())
+    for entry in entries.values():
+        # A trial that never started has no folder yet; one that did and has none was deleted or moved.
+        if entry.trial_id in found_ids or entry.status in (None, PENDING):
+            continue
+        where = root / (entry.folder or entry.trial_id)
+        trials.append(Trial(
+            trial_id=entry.trial_id, path=where, config=entry.config or {}, rows=(), state=MISSING,
+            failures=entry.failures,
+            damage=(f"{where}: trial {entry.trial_id} is listed in {state.path.name if state.path else 'Tune state'} "
+                    f"({entry.status}) but its folder is gone",),
+        ))
+    return _Found(trials, unlisted, notes)
+
+
+def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
+    """Every trial of the experiment at ``root``, as found on disk, plus each trial Tune's state lists whose
+    folder is gone (state :data:`MISSING`). What cannot be read is named in a warning: a trial's damage
+    (also in :attr:`Trial.damage`), garbled result lines, odd entries of Tune's state.
+
+    Raises:
+        SweepError: ``root`` is no rlsweep experiment directory.
+    """
+    found = _read_experiment(root, budget_env_steps)
+    _warn_each(found.notes + [d for t in found.trials for d in t.damage])
+    return found.trials
 
 
 def matching_trials(trials: list[Trial], name: str) -> list[Trial]:
@@ -547,6 +921,29 @@ def matching_trials(trials: list[Trial], name: str) -> list[Trial]:
 def read_spec_yaml(path: Path) -> str:
     """The text of the spec the sweep ran (as the user may have edited it since)."""
     try:
-        return spec_file(path).read_text()
-    except OSError as exc:
-        raise SweepError(f"{path}: cannot read the sweep's spec ({exc.strerror or exc})") from None
+        data = read_bytes(spec_file(path))
+    except UnreadableFile as exc:
+        raise SweepError(f"{path}: cannot read the sweep's spec ({str(exc).removeprefix(f'{spec_file(path)}: ')})") from None
+    if data is None:
+        raise SweepError(f"{path}: cannot read the sweep's spec (No such file: {spec_file(path)})")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise SweepError(f"{path}: cannot read the sweep's spec ({SPEC_FILE} is not UTF-8 text)") from None
+
+
+def last_error_line(path: Path, limit: int = 300) -> str | None:
+    """The last line of the latest failure Tune appended to an ``error.txt`` (the exception, without its
+    traceback), or None where there is no readable one."""
+    try:
+        if not path.is_file():  # a folder or a FIFO is no error file (and a FIFO would block the reader)
+            return None
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - 64 * 1024))
+            tail = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    if not lines:
+        return None
+    return lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 3] + "..."

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from rlsweep import store
-from rlsweep.errors import Problem, SpecError
+from rlsweep.errors import Problem, SpecError, SweepError
 from rlsweep.search_spaces import SearchSpace
 from rlsweep.search_spaces._base import _int_for_float, point_problems
 from rlsweep.search_spaces._domains import Choice, Domain, Fixed, Normal, QRandInt, QUniform, RandInt
@@ -173,8 +173,17 @@ def previous_trials(directory: Path, space: SearchSpace, metric: str, mode: str,
         raise SpecError(f"{str(directory)!r} is not an experiment directory (no {store.SWEEP_FILE})", WHERE)
     evaluated: list[Evaluated] = []
     skipped: list[str] = []
-    for trial in store.read_trials(directory, budget_env_steps=budget_env_steps):
+    try:
+        # What cannot be read (a trial's folder gone, a file that is a folder or a FIFO) is named in a warning
+        # and skipped below; the rest still reaches the searcher.
+        trials = store.read_trials(directory, budget_env_steps=budget_env_steps)
+    except SweepError as exc:
+        raise SpecError(f"cannot read {str(directory)!r}: {exc}", WHERE) from None
+    for trial in trials:
         values = [v for v in trial.values(metric) if math.isfinite(v)]
+        if trial.state in (store.MISSING, store.UNREADABLE):
+            skipped.append(f"{trial.trial_id}: {trial.state.lower()} ({trial.damage[0] if trial.damage else 'unreadable'})")
+            continue
         if trial.state != store.TERMINATED or not values:
             skipped.append(f"{trial.trial_id}: {trial.state.lower()}, {len(values)} finite {metric!r} value(s)")
             continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -43,9 +44,11 @@ def test_status_shows_each_failed_trials_error(tmp_path, capsys):
 def test_resume_with_a_spec_file_that_differs_is_refused_with_the_difference(tmp_path, capsys):
     """Docs: '`--spec FILE` checks the file you mean to use the same way' (refused, exit 2, `path: old -> new`)."""
     root = _sweep(tmp_path / "exp")
-    entry = [json.dumps({"trial_id": "aaa", "status": "RUNNING"}), json.dumps({"num_failures": 0})]
-    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": [entry]}))
-    (root / store.TUNER_FILE).write_bytes(b"tuner")
+    # A resumable folder (every trial listed, a whole tuner), so only the spec stops the resume.
+    entries = [[json.dumps({"trial_id": t, "status": s}), json.dumps({"num_failures": 0})]
+               for t, s in (("aaa", "RUNNING"), ("bbb", "TERMINATED"), ("ccc", "ERROR"))]
+    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    (root / store.TUNER_FILE).write_bytes(pickle.dumps({"tuner": "state"}))
     mine = copy.deepcopy(TINY_SPEC)
     mine["budget"]["env_steps"] = 8000
     path = tmp_path / "mine.yaml"

@@ -20,12 +20,13 @@ import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlsweep import store
-from rlsweep.errors import UsageError
+from rlsweep.errors import SweepError, UsageError, shorten
 from rlsweep.seeds import SEED_PATH, held_out_seeds, interquartile_mean
 
 #: What a confirmation run is scored by: its final greedy evaluation, at the budget.
@@ -241,6 +242,127 @@ def summarize(plan: ConfirmationPlan, scores: Mapping[str, Mapping[int, float]],
     }
 
 
+def _number(value: Any) -> float:
+    """A number as :func:`summarize` writes it (NaN where there is none); anything else is NaN too."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return math.nan
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _confirmed_row(row: Any, index: int) -> tuple[dict[str, Any] | None, list[str]]:
+    """One configuration of a confirmation's result, of the shape :func:`summarize` writes; what is of
+    another shape is dropped (a row without a trial id altogether) and named."""
+    where = f"configurations[{index}]"
+    if not isinstance(row, Mapping):
+        return None, [f"{where} is {shorten(row)}, not a configuration"]
+    trial_id = row.get("trial_id")
+    if not isinstance(trial_id, str) or not trial_id:
+        return None, [f"{where} has trial_id {shorten(trial_id)}, not a trial's id"]
+    problems = []
+    numbers = {}
+    for key in ("iqm", "ci_low", "ci_high", "tuning_value"):
+        if not _is_number(row.get(key)):
+            problems.append(f"{where}.{key} is {shorten(row.get(key))}, not a number")
+        numbers[key] = _number(row.get(key))
+    if not numbers["ci_low"] <= numbers["iqm"] <= numbers["ci_high"] and not math.isnan(numbers["iqm"]):
+        problems.append(f"{where}: the interval [{numbers['ci_low']}, {numbers['ci_high']}] does not hold the IQM "
+                        f"{numbers['iqm']}; the interval is left out")
+        numbers["ci_low"] = numbers["ci_high"] = math.nan
+
+    def mapping(key: str, keep: Any) -> dict[str, Any]:
+        found = row.get(key, {})
+        if not isinstance(found, Mapping):
+            problems.append(f"{where}.{key} is {shorten(found)}, not a mapping")
+            return {}
+        kept = {str(k): v for k, v in found.items() if keep(k, v)}
+        if len(kept) < len(found):
+            problems.append(f"{where}.{key}: {len(found) - len(kept)} entr(ies) of the wrong kind left out")
+        return kept
+
+    def seed_value(seed: Any, value: Any) -> bool:
+        return isinstance(seed, str) and seed.lstrip("-").isdigit() and not math.isnan(_number(value))
+
+    missing = row.get("missing", [])
+    if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
+        problems.append(f"{where}.missing is {shorten(missing)}, not a list of texts")
+        missing = [str(m) for m in missing] if isinstance(missing, list) else [f"unreadable: {shorten(missing)}"]
+    seeds = row.get("tuning_seeds", [])
+    rank = row.get("rank")
+    return {
+        "trial_id": trial_id,
+        "config": mapping("config", lambda k, v: True),
+        **numbers,
+        "tuning_seeds": [s for s in seeds if isinstance(s, int) and not isinstance(s, bool)] if isinstance(seeds, list) else [],
+        "per_seed": {k: _number(v) for k, v in mapping("per_seed", seed_value).items()},
+        "missing": missing,
+        "p_beats": {k: _number(v) for k, v in mapping("p_beats", lambda k, v: not math.isnan(_number(v))).items()},
+        "rank": rank if isinstance(rank, int) and not isinstance(rank, bool) else index + 1,
+        "tie_with_winner": row.get("tie_with_winner") is True,
+    }, problems
+
+
+def read_confirmation(root: Path) -> tuple[dict[str, Any] | None, list[str]]:
+    """The confirmation's result stored in the sweep at ``root``, of the shape :func:`summarize` writes, and
+    what in the file is of another shape (each naming the file): a configuration of the wrong shape is
+    left out, a value of the wrong type dropped. None where there is no result, or none that can be read
+    (not JSON, not an object, no list of configurations)."""
+    where = root / store.CONFIRMATION_FILE
+    try:
+        found = store.read_confirmation(root)
+    except SweepError as exc:
+        return None, [f"{exc}: not a confirmation rlsweep can read"]
+    if found is None:
+        return None, []
+    if not isinstance(found, Mapping) or not isinstance(found.get("configurations"), list):
+        what = "no list of configurations" if isinstance(found, Mapping) else f"{shorten(found)}, not an object"
+        return None, [f"{where}: holds {what}; not a confirmation rlsweep can read"]
+    problems = []
+    rows = []
+    for index, row in enumerate(found["configurations"]):
+        clean, wrong = _confirmed_row(row, index)
+        problems += wrong
+        if clean is not None:
+            rows.append(clean)
+    metric = found.get("metric")
+    if not isinstance(metric, str):
+        problems.append(f"metric is {shorten(metric)}, not a name; read as {CONFIRM_METRIC}")
+        metric = CONFIRM_METRIC
+    ids = {r["trial_id"] for r in rows}
+    winner = found.get("winner")
+    if winner is not None and (not isinstance(winner, str) or winner not in ids):
+        problems.append(f"winner {shorten(winner)} is none of its configurations")
+        winner = None
+    ties = found.get("ties", [])
+    test_seeds = found.get("test_seeds", [])
+    if not isinstance(test_seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in test_seeds):
+        problems.append(f"test_seeds is {shorten(test_seeds)}, not a list of seeds")
+        test_seeds = [s for s in test_seeds if isinstance(s, int) and not isinstance(s, bool)] if isinstance(test_seeds, list) else []
+    created = found.get("created", 0)
+    result = {
+        **found,
+        "metric": metric,
+        "winner": winner,
+        "ties": [t for t in ties if isinstance(t, str) and t in ids] if isinstance(ties, list) else [],
+        "test_seeds": test_seeds,
+        "created": created if _is_number(created) and created is not None and math.isfinite(created) else 0,
+        "configurations": rows,
+    }
+    return result, [p if p.startswith(str(where)) else f"{where}: {p}" for p in problems]
+
+
+def no_confirmation(path: Path) -> str:
+    """Why the sweep at ``path`` has no confirmation to use: never confirmed, or its file cannot be read
+    (what is wrong with it was named in a warning)."""
+    if store.has_confirmation(path):
+        return (f"{path / store.CONFIRMATION_FILE} holds no confirmation rlsweep can read (see the warning above); "
+                f"run `rlsweep confirm {path}` again to redo it")
+    return f"{path} has no confirmation yet; run `rlsweep confirm {path}` first"
+
+
 def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: int) -> tuple[dict[str, dict[int, float]], dict[str, list[str]]]:
     """Each confirmation run's final evaluation, by configuration and test seed, and what is missing."""
     scores: dict[str, dict[int, float]] = {c: {} for c in plan.candidates}
@@ -270,6 +392,7 @@ __all__ = [
     "iqm_interval",
     "plan_confirmation",
     "probability_of_improvement",
+    "read_confirmation",
     "scores_from",
     "summarize",
 ]

@@ -18,7 +18,9 @@ from rlsweep.analysis._confirm import (
     DEFAULT_TOP,
     ConfirmationPlan,
     confirmation_document,
+    no_confirmation,
     plan_confirmation,
+    read_confirmation,
     scores_from,
     summarize,
 )
@@ -38,6 +40,9 @@ class Sweep:
 
     Attributes:
         info: The sweep's info as recorded when it started (id, the searcher and scheduler it ran with).
+        damage: What of the sweep could not be read, each naming the file and what is wrong (a trial's
+            folder gone, a folder or a FIFO where a file belongs, a confirmation of the wrong shape), each
+            also logged as a warning. An answer read without it is incomplete: the CLI exits 1.
     """
 
     def __init__(self, path: Path, spec: SweepSpec, trials: list[Trial], info: Mapping[str, Any]) -> None:
@@ -45,6 +50,7 @@ class Sweep:
         self.spec = spec
         self.trials = trials
         self.info = dict(info)
+        self.damage: list[str] = [d for t in trials for d in t.damage]
 
     @property
     def sweep_id(self) -> str:
@@ -80,7 +86,7 @@ class Sweep:
     def unfinished(self) -> list[str]:
         """The trials neither finished nor failed: after the sweep returned, the ones an interruption (Ctrl-C,
         a killed driver) left for ``rlsweep resume`` to continue."""
-        return [t.trial_id for t in self.trials if t.state not in (store.TERMINATED, store.ERROR)]
+        return [t.trial_id for t in self.trials if t.state not in (store.TERMINATED, store.ERROR, store.MISSING, store.UNREADABLE)]
 
     def table(self) -> Any:
         """One row per trial: id, state, config columns, training seed (and all its seeds with
@@ -101,9 +107,28 @@ class Sweep:
             record["env_steps"] = trial.env_steps
             record["iterations"] = len(trial.rows)
             record["failures"] = trial.failures
+            record["attempts"] = trial.failures + 1 if trial.rows or trial.state != store.PENDING else 0
+            record["ended"] = self._why_ended(trial)
             record["error"] = trial.error
             records.append(record)
         return pd.DataFrame.from_records(records)
+
+    def _why_ended(self, trial: Trial) -> str | None:
+        """Why a trial ended, in a few words (None while it runs or waits)."""
+        if trial.state == store.ERROR:
+            cause = store.last_error_line(trial.path / store.ERROR_FILE)
+            return f"error: {cause}" if cause else "error"
+        if trial.state != store.TERMINATED:
+            return None
+        if trial.diverged:
+            return f"diverged at {trial.env_steps} env steps ({trial.diverged})"
+        if trial.env_steps >= self.spec.budget.env_steps:
+            return "budget"
+        last = trial.rows[-1] if trial.rows else {}
+        # Tune's stop dict: a trial stops once a result's value reaches the threshold.
+        if any(isinstance(last.get(k), (int, float)) and last[k] >= v for k, v in self.spec.stop.items()):
+            return "stop"
+        return "stopped early by the scheduler"
 
     def plot(self, kind: str = "curves") -> Any:
         """A matplotlib ``Figure``: ``curves`` (the metric against env steps, one line per trial, an x where a
@@ -182,9 +207,9 @@ class Sweep:
             return self._ranked_by_confirmation()
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
-        # A trial that ended in an error (out of retries, a NaN loss) is no candidate: its last
-        # checkpoint may hold the diverged weights.
-        for trial in (t for t in self.trials if t.state != store.ERROR):
+        # A trial that ended in an error (out of retries) or whose config diverged (a NaN loss) is no
+        # candidate: a config that blows up is no answer, whatever it scored before.
+        for trial in (t for t in self.trials if t.state != store.ERROR and not t.diverged):
             values = trial.values(metric)
             score = rule.score(values, len(values) - 1, mode) if values else math.nan
             if not math.isnan(score):
@@ -215,7 +240,7 @@ class Sweep:
     def _ranked_by_confirmation(self) -> list[Best]:
         result = self.confirmation()
         if result is None:
-            raise UsageError(f"{self.path} has no confirmation yet; run `rlsweep confirm {self.path}` first", "--rule")
+            raise UsageError(no_confirmation(self.path), "--rule")
         by_id = {t.trial_id: t for t in self.trials}
         return [
             replace(
@@ -230,8 +255,15 @@ class Sweep:
         ]
 
     def confirmation(self) -> dict[str, Any] | None:
-        """What ``rlsweep confirm`` measured on held-out seeds (the JSON it printed), or None before it ran."""
-        return store.read_confirmation(self.path)
+        """What ``rlsweep confirm`` measured on held-out seeds (the JSON it printed), or None before it ran
+        (or where its file cannot be read). What in the file is of the wrong shape is left out and named
+        in a warning and in :attr:`damage`."""
+        result, problems = read_confirmation(self.path)
+        for problem in problems:
+            if problem not in self.damage:
+                log.warning("%s", problem)
+                self.damage.append(problem)
+        return result
 
     def confirm(
         self,
@@ -259,6 +291,12 @@ class Sweep:
         """
         if _RETRAIN is None:
             raise SweepError("confirm() retrains through rlsweep's sweep stage: load the directory with rlsweep.load(DIR)")
+        # Refused before anything runs: a ranking read without a damaged trial may be wrong, and a result
+        # that cannot be written would be lost after hours of retraining.
+        if damaged := [d for t in self.trials for d in t.damage] + store.confirmation_problems(self.path):
+            raise UsageError(
+                f"cannot confirm: {'; '.join(damaged[:3])}{f'; and {len(damaged) - 3} more' if len(damaged) > 3 else ''}. "
+                "Nothing was changed; restore or move away what is named, then confirm", "DIR")
         plan = plan_confirmation(self, top=top, seeds=seeds, rule=SelectionRule.parse(rule), trials=trials)
         document = confirmation_document(self.info.get("spec") or self.spec.document, plan)
         path, _ = _RETRAIN(self.path, document, plan.to_dict(), address=address, verbose=verbose)

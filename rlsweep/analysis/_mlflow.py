@@ -467,6 +467,8 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str
     try:
         all_finished = True
         for trial in sweep.trials:
+            if trial.state in (store.MISSING, store.UNREADABLE):
+                continue  # nothing of it can be read (named in a warning); an export once it is repaired logs it
             run = children.get(trial.trial_id)
             status = _STATUS.get(trial.state)
             if run is None:

@@ -196,7 +196,8 @@ def confirmation_figure(result: Mapping[str, Any]) -> Any:
     for x, row in enumerate(rows):
         values = list(row["per_seed"].values())
         axes.scatter([x] * len(values), values, s=18, alpha=0.6, color="tab:blue", zorder=3)
-        if not math.isnan(row["iqm"]):
+        # An interval is drawn where it holds its IQM (a result read from disk may have lost it).
+        if math.isfinite(row["iqm"]) and row["ci_low"] <= row["iqm"] <= row["ci_high"]:
             color = "tab:red" if row["trial_id"] == result["winner"] else "tab:orange" if row["tie_with_winner"] else "tab:gray"
             axes.errorbar(
                 x, row["iqm"], yerr=[[row["iqm"] - row["ci_low"]], [row["ci_high"] - row["iqm"]]],
@@ -225,9 +226,11 @@ def figure(sweep: SweepView, kind: str) -> Any:
     from rlsweep.errors import UsageError
 
     if kind == "confirmation":
-        result = sweep.confirmation()
+        from rlsweep.analysis._confirm import no_confirmation
+
+        result = sweep.confirmation()  # of the shape rlsweep writes: what is not was left out, and named
         if result is None:
-            raise UsageError(f"{sweep.path} has no confirmation yet; run: rlsweep confirm {sweep.path}", "--kind")
+            raise UsageError(no_confirmation(sweep.path), "--kind")
         return confirmation_figure(result)
     draw = {"curves": curves_figure, "parallel": parallel_figure, "importance": importance_figure}.get(kind)
     if draw is None:

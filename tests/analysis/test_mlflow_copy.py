@@ -114,16 +114,20 @@ def test_a_copy_whose_export_fails_leaves_no_run_running_and_the_original_untouc
     before = _state(uri)
     copy = tmp_path / "exp-copy"
     shutil.copytree(original, copy)
-    # A confirmation result of the right outline whose rows are not: the export fails while logging it.
+    # A confirmation whose config MLflow refuses as a param name: the export fails while it logs the
+    # confirmation, after the sweep's runs and the confirmation's run were made.
     (copy / store.CONFIRMATION_FILE).write_text(json.dumps({
         "metric": "return_mean", "test_seeds": [1], "ties": [], "created": 1,
-        "configurations": [{"trial_id": "bbb", "config": {}, "per_seed": {"1": 1.0}, "missing": [], "iqm": 1.0,
-                            "ci_low": 0.0, "ci_high": 2.0, "tuning_value": 1.0, "rank": 1}],
+        "configurations": [{"trial_id": "bbb", "config": {"training.lr!": 0.001}, "per_seed": {"1": 1.0}, "missing": [],
+                            "iqm": 1.0, "ci_low": 0.0, "ci_high": 2.0, "tuning_value": 1.0, "rank": 1,
+                            "p_beats": {}, "tie_with_winner": False, "tuning_seeds": [0]}],
     }))
     code, err = _export(capsys, copy, uri)
     assert code != 0 and "Traceback" not in err
     after = _state(uri)
     assert {k: after[k] for k in before} == before
+    made = [tags.get("rlsweep.kind") for k, (_, tags, _) in after.items() if k not in before]
+    assert sorted(made) == ["confirmation", "sweep", "trial", "trial"]  # it failed after making these
     assert [status for status, _, _ in after.values() if status == "RUNNING"] == []
 
 

@@ -33,10 +33,10 @@ from rlsweep.trainables import (
     MemoryReading,
     make_confirmation_trainable,
     make_trainable,
-    measure_memory,
     memory_fit,
     node_memory_mb,
     plan_for,
+    reading_for,
     resource_problems,
     settings_for,
     trials_that_fit,
@@ -344,7 +344,16 @@ def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
     """
     if not spec.ray.memory_check:
         return None
-    return check_reading(spec, measure_memory(spec, "search_space" if len(spec.search_space) else "config"), trial_cpus)
+    import ray
+
+    from rlsweep.trainables import far_below
+
+    nodes, by_cpus = node_memory_mb(), math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
+    reading = reading_for(
+        spec, "search_space" if len(spec.search_space) else "config",
+        room=lambda estimate: far_below(estimate, nodes, by_cpus, spec.budget.max_concurrent),
+    )
+    return check_reading(spec, reading, trial_cpus)
 
 
 def check_reading(spec: SweepSpec, reading: MemoryReading, trial_cpus: float) -> MemoryFit:

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 import rlsweep
+import rlsweep.api
 from rlsweep import store
 from rlsweep.analysis import load
 from rlsweep.trainables import MemoryReading
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.slow
 def test_the_reading_predicts_the_peak_of_a_trial_at_the_corner(tmp_path, ray_runtime):
     # One remote env runner: the trial's process and the runner's are each measured and each reserved.
     document = small_ppo(
-        "corner", tmp_path / "results", budget={"env_steps": 2000, "trials": 1}, ray={"memory_check": True},
+        "corner", tmp_path / "results", budget={"env_steps": 2000, "trials": 1}, ray={"memory_check": "measure"},
         search_space={"training.lr": {"loguniform": [1.0e-4, 3.0e-3]},
                       "rl_module.model_config.fcnet_hiddens": {"choice": [[256, 256]]}},
     )
@@ -36,6 +37,11 @@ def test_the_reading_predicts_the_peak_of_a_trial_at_the_corner(tmp_path, ray_ru
     assert abs(peak - reading.predicted_mb) <= 0.05 * peak, (peak, reading)
     # What it reserves covers the peak.
     assert reading.trial_mb >= peak
+    # The bound from the settings alone is above that real peak too; on this runtime (2 CPUs, memory for
+    # many such trials) a sweep that does not ask for a measurement starts with it, measuring nothing.
+    found = rlsweep.api.check_memory(rlsweep.load_spec({**document, "ray": {"memory_check": True}}))
+    assert found is not None and found.reading.estimated and found.reading.predicted_mb >= peak, found
+    assert "not measured, since twice that fits the nodes" in found.lines()[0]
 
 
 MEMORY_SCRIPT = textwrap.dedent(
@@ -87,6 +93,7 @@ def test_validate_prints_the_trials_memory_and_the_concurrency_it_allows(on_litt
     assert "peaks at" in validate["out"] and "trial process" in validate["out"]
     assert "Ray has 0.8 GB for trials on 1 node" in validate["out"]
     assert "1 trial(s) at once by memory, 2 by CPUs; up to 1 at once" in validate["out"], validate["out"]
+    assert "reused" not in validate["out"]  # the first command to need this trial's reading measures it
 
 
 def test_validate_refuses_a_concurrency_the_memory_cannot_hold(on_little_memory):
@@ -116,6 +123,9 @@ def test_run_says_what_fits_and_runs_no_more_trials_at_once(on_little_memory):
     # The run's first lines, before any trial.
     assert memory[:2] == [1, 2], lines[:5]
     assert "up to 1 at once" in lines[2]
+    # validate measured this trial: run reuses that reading (same spec, versions, machine) instead of
+    # training it again before the sweep.
+    assert "reused: same spec, versions and machine" in lines[1], lines[1]
     sweep = load(results / "fits")
     assert len(sweep.trials) == 3 and all(t.state == "TERMINATED" for t in sweep.trials)
     # Two CPUs would run two at once (random search has no concurrency limit of its own): the trials'

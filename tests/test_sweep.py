@@ -38,7 +38,7 @@ def test_validate_and_a_sweep_leave_nothing_in_home(tmp_path):
     spec = tmp_path / "spec.yaml"
     document = {**TINY_SPEC, "storage": str(tmp_path / "results"), "mlflow": None,
                 "budget": {"env_steps": 2000, "trials": 2}, "scheduler": "fifo", "stop": {"return_mean": 0},
-                "ray": {"memory_check": True}}  # the measurement builds an algorithm outside Tune too
+                "ray": {"memory_check": "measure"}}  # the measurement builds an algorithm outside Tune too
     spec.write_text(yaml.safe_dump(document))
     env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)}
     for command in (["validate", str(spec)], ["run", str(spec), "--quiet", "--set", "ray.num_cpus=2"]):

@@ -9,7 +9,17 @@ from rlsweep.trainables._config import (
     settings_for,
     trial_resources,
 )
-from rlsweep.trainables._footprint import MemoryFit, hungriest_draw, measure_memory, memory_fit, node_memory_mb, trials_that_fit
+from rlsweep.trainables._estimate import estimate_reading
+from rlsweep.trainables._footprint import (
+    MemoryFit,
+    far_below,
+    hungriest_draw,
+    measure_memory,
+    memory_fit,
+    node_memory_mb,
+    reading_for,
+    trials_that_fit,
+)
 from rlsweep.trainables._memory import MemoryReading
 from rlsweep.trainables._loop import (
     TrialLoop,
@@ -36,7 +46,9 @@ __all__ = [
     "algorithm_class",
     "algorithm_names",
     "build_config",
+    "estimate_reading",
     "extreme_draws",
+    "far_below",
     "hungriest_draw",
     "make_confirmation_trainable",
     "make_trainable",
@@ -45,6 +57,7 @@ __all__ = [
     "node_memory_mb",
     "non_finite_losses",
     "plan_for",
+    "reading_for",
     "resource_problems",
     "settings_for",
     "static_problems",

@@ -9,7 +9,7 @@ import math
 import pickle
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,8 @@ from rlsweep.trainables._memory import MemoryReading, peak_rss_mb, policy_memory
 if TYPE_CHECKING:
     from rlsweep.spec import SweepSpec
 
+#: ``ray.memory_check: measure``: measure the trial even where an upper bound from its settings would do.
+MEASURE = "measure"
 #: Iterations the measured trial trains: the first allocates the optimizer state and the batch buffers,
 #: the second shows what an iteration adds on top.
 MEASURED_ITERATIONS = 2
@@ -167,6 +169,29 @@ def measure_here(spec: SweepSpec, draw: Mapping[str, Any], iterations: int = MEA
     )
 
 
+def reading_for(
+    spec: SweepSpec, spec_path: str = "search_space", room: Callable[[MemoryReading], bool] | None = None
+) -> MemoryReading:
+    """One trial's reading at the hungriest corner: the one an earlier command kept for the same trial,
+    versions and machine (:mod:`rlsweep.trainables._readings`); else, where ``room`` says the nodes hold
+    an upper bound from the trial's settings with room to spare, that bound
+    (:mod:`rlsweep.trainables._estimate`; not with ``ray.memory_check: measure``); else measured now (and
+    kept)."""
+    from rlsweep.trainables._estimate import estimate_reading
+    from rlsweep.trainables._readings import cached_reading, remember_reading
+
+    draw = hungriest_draw(spec.search_space)
+    if (kept := cached_reading(spec, draw)) is not None:
+        return kept
+    if room is not None and spec.ray.memory_check != MEASURE:
+        estimate = estimate_reading(spec, draw)
+        if estimate is not None and room(estimate):
+            return estimate
+    reading = measure_memory(spec, spec_path)
+    remember_reading(spec, draw, reading)
+    return reading
+
+
 def measure_memory(spec: SweepSpec, spec_path: str = "search_space") -> MemoryReading:
     """Measure one trial at the hungriest corner on the Ray runtime this process joined, in a placement
     group shaped like a trial's (the task in its first bundle, so its env runners and learners are placed
@@ -252,18 +277,38 @@ class MemoryFit:
         r = self.reading
         nodes = f"{len(self.node_mb)} node{'s' if len(self.node_mb) != 1 else ''}"
         limit = f", budget.max_concurrent {self.max_concurrent}" if self.max_concurrent else ""
+        if r.estimated:
+            first = (
+                f"memory: one trial at the space's hungriest corner ({_describe(r.draw)}) needs at most {r.predicted_mb:,.0f} MB "
+                f"by its settings: {r.parts()} (each process's baseline, its networks and batches); not measured, since "
+                f"twice that fits the nodes for every trial the CPUs run at once (ray.memory_check: measure measures it); "
+                f"it reserves {r.trial_mb:,.0f} MB"
+            )
+            return [first, self._fits_line(nodes, limit)]
         return [
             f"memory: one trial at the space's hungriest corner ({_describe(r.draw)}) peaks at {r.predicted_mb:,.0f} MB: "
-            f"{r.parts()} (measured over {MEASURED_ITERATIONS} iterations, {r.env_steps:,} env steps, in {r.seconds:.0f} s); "
-            f"it reserves {r.trial_mb:,.0f} MB ({r.HEADROOM:.0%} headroom)",
-            f"memory: Ray has {sum(self.node_mb) / 1024:,.1f} GB for trials on {nodes} (the largest {max(self.node_mb, default=0) / 1024:,.1f} GB): "
-            f"{self.by_memory} trial(s) at once by memory, {self.by_cpus} by CPUs{limit}; up to {self.allowed} at once",
+            f"{r.parts()} (measured over {MEASURED_ITERATIONS} iterations, {r.env_steps:,} env steps, in {r.seconds:.0f} s"
+            + (f", at {r.reused_from}; reused: same spec, versions and machine" if r.reused_from else "")
+            + f"); it reserves {r.trial_mb:,.0f} MB ({r.HEADROOM:.0%} headroom)",
+            self._fits_line(nodes, limit),
         ]
+
+    def _fits_line(self, nodes: str, limit: str) -> str:
+        return (f"memory: Ray has {sum(self.node_mb) / 1024:,.1f} GB for trials on {nodes} (the largest {max(self.node_mb, default=0) / 1024:,.1f} GB): "
+                f"{self.by_memory} trial(s) at once by memory, {self.by_cpus} by CPUs{limit}; up to {self.allowed} at once")
 
 
 def trials_that_fit(trial_mb: float, node_mb: Sequence[float]) -> int:
     """How many trials of ``trial_mb`` the nodes hold at once, each trial on one node."""
     return sum(math.floor(mb / trial_mb) for mb in node_mb)
+
+
+def far_below(reading: MemoryReading, node_mb: Sequence[float], by_cpus: int, max_concurrent: int | None) -> bool:
+    """Whether twice ``reading``'s need fits the nodes for every trial the CPUs (and ``max_concurrent``) run
+    at once: an estimate twice too low still could not run a node out of memory."""
+    at_once = min(by_cpus, max_concurrent) if max_concurrent else by_cpus
+    need = 2 * reading.trial_mb
+    return need <= max(node_mb, default=0.0) and trials_that_fit(need, node_mb) >= max(at_once, 1)
 
 
 def heaviest_setting(reading: MemoryReading, largest_mb: float, spec_paths: Sequence[str] = ()) -> str:

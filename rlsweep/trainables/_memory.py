@@ -7,7 +7,7 @@ import re
 import resource
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +171,10 @@ class MemoryReading:
         env_steps: Env steps the measurement sampled per seed.
         seconds: How long the measurement took.
         seeds: Algorithms the trial's process held (``seeds.per_trial``), one per seed.
+        reused_from: When the reading was measured, where an earlier command's reading of the same trial,
+            versions and machine was reused (:mod:`rlsweep.trainables._readings`); empty for a new one.
+        estimated: An upper bound from the trial's settings (:mod:`rlsweep.trainables._estimate`), not a
+            measurement.
     """
 
     draw: dict[str, Any]
@@ -182,6 +186,8 @@ class MemoryReading:
     env_steps: int = 0
     seconds: float = 0.0
     seeds: int = 1
+    reused_from: str = ""
+    estimated: bool = False
 
     #: What each process reserves above its measured peak: a trial trains longer than the measurement
     #: (benchmarks/memory_prediction.py: real trials peaked 0.6-2.5% above the prediction).
@@ -209,6 +215,10 @@ class MemoryReading:
         """The memory a placement-group bundle of this role reserves, headroom included: the main process
         its own peak and the buffer's growth; an env runner or a learner the largest one measured."""
         return self._raw(role) * (1 + self.HEADROOM)
+
+    def reused(self, measured_at: str) -> MemoryReading:
+        """This reading, as reused by a later command (it was measured at ``measured_at``)."""
+        return replace(self, reused_from=measured_at)
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "env_runner_mb": list(self.env_runner_mb), "learner_mb": list(self.learner_mb)}

@@ -25,13 +25,14 @@ from rlsweep.analysis._mlflow import (
     ROWS_TAG,
     SETTING_TAG,
     child_runs,
+    client_for,
     create_child,
     experiment_id,
     log_rows,
     missing_entities,
     parent_run,
-    sweep_key,
     server_problem,
+    sweep_key,
 )
 
 if TYPE_CHECKING:
@@ -71,9 +72,7 @@ class MlflowTailer:
         if (problem := server_problem(settings.tracking_uri)) is not None:
             raise ConnectionError(problem)
         if self.client is None:
-            from mlflow import MlflowClient
-
-            self.client = MlflowClient(tracking_uri=settings.tracking_uri)
+            self.client = client_for(settings.tracking_uri)
         client = self.client
         with store.mlflow_lock(self.path):
             if self.experiment is None or self.parent is None:

@@ -179,6 +179,16 @@ def server_problem(tracking_uri: str, timeout_s: float = 5.0) -> str | None:
         return f"nothing answers at {tracking_uri} ({getattr(exc, 'reason', exc)})"
 
 
+def client_for(tracking_uri: str) -> MlflowClient:
+    """An MLflow client of ``tracking_uri``. MLflow 3.17 logs two INFO lines (``Creating initial MLflow
+    database tables...``) the first time a SQLite store is written, in the middle of a sweep's output; only
+    its database module's INFO is left out."""
+    from mlflow import MlflowClient
+
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
 def experiment_id(client: MlflowClient, name: str) -> str:
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
@@ -419,9 +429,7 @@ def trace_target(spec: Any) -> Any:
     if (problem := server_problem(uri)) is not None:
         raise UsageError(f"tracing.to: mlflow: the MLflow server at {uri} does not answer ({problem}); start it, or "
                          "remove the tracing section", "tracing.to")
-    from mlflow import MlflowClient
-
-    return tracing.target_for(settings, experiment_id(MlflowClient(tracking_uri=uri), spec.mlflow.experiment), uri)
+    return tracing.target_for(settings, experiment_id(client_for(uri), spec.mlflow.experiment), uri)
 
 
 def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
@@ -450,9 +458,7 @@ def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str
 
 
 def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str, int]) -> str:
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
+    client = client_for(uri)
     experiment_ = experiment_id(client, experiment_name)
     spec = sweep.spec
     sweep_id, note = sweep_key(client, experiment_, sweep.sweep_id, sweep.path, sweep.info.get("path"))

@@ -145,3 +145,13 @@ def test_a_resumed_copys_live_logger_writes_to_the_copys_runs(tmp_path, capsys, 
     assert {k: after[k] for k in before} == before
     (parent,) = [r for r in _parents(uri) if r.info.run_id not in before]
     assert parent.data.tags[COPY_OF_TAG] == "abc"
+
+
+def test_the_first_export_to_a_new_sqlite_store_says_nothing_of_mlflows_tables(tmp_path, capfd):
+    # MLflow logs "Creating initial MLflow database tables..." at INFO when it makes a store; a sweep's
+    # output is rlsweep's lines only.
+    root = _sweep(tmp_path / "exp")
+    code = cli.main(["export", str(root), "--tracking-uri", f"sqlite:///{tmp_path / 'new.db'}", "--experiment", "x"])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    assert "database tables" not in out + err and "INFO" not in out + err, err

@@ -18,11 +18,13 @@ deterministic evaluation whose mean return reaches the task's bar:
 - Levers, each rlsweep with one speed lever changed: ``rlsweep-1env`` (no vectorized envs),
   ``rlsweep-tpe10`` (Optuna's own 10 random startup trials, univariate TPE), ``rlsweep-noreuse`` (a new
   worker process per trial, Tune's default), ``rlsweep-zoo`` (warm start from rl-baselines3-zoo's published
-  hyperparameters, ``searcher.warm_start: zoo``).
+  hyperparameters, ``searcher.warm_start: zoo``), ``rlsweep-warm`` (the memory reading kept from an
+  earlier run of the same spec, as a user who ran it before has it; every other rlsweep side starts with
+  none, as a new user's first sweep does).
 
 Same on every side of a task: its trials, 2 at a time, its env steps per trial, 5 deterministic evaluation
 episodes every so many env steps (``TASKS``). Sides alternate in order from seed to seed. Results go to
-``benchmarks/results/time_to_solve-<task>-<date>.json`` with the machine and package versions.
+``benchmarks/results/time_to_solve-<task>-<date>.json`` with the commit measured, the machine and package versions.
 
     .venv/bin/python benchmarks/time_to_solve.py --task cartpole --seeds 0 1 2 3 4 [--sides rlsweep raw-tune zoo] [--cap-s 600]
 """
@@ -71,7 +73,7 @@ TASKS = {
     # times a second here (prioritized episode replay and connectors around each update), so fewer trials.
     "pendulum": Task("SAC", "Pendulum-v1", "zoo_sac_space.yaml", -200.0, trials=10, env_steps=20_000, eval_every=2_000),
 }
-SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-noreuse", "rlsweep-zoo")
+SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-noreuse", "rlsweep-zoo", "rlsweep-warm")
 
 
 def zoo_space(task: Task) -> dict[str, Any]:
@@ -101,12 +103,14 @@ def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any,
             self.written = 0.0
             self.first_results: list[float] = []  # seconds from launch to each trial's first result
             self.setups: list[float] = []  # each trial's own start-up (setup_time_s): record and build
+            self.first_iterations: list[float] = []  # each trial's first iteration (Tune's time_this_iter_s)
             self.marks = dict(marks)
 
         def __call__(self, trial_id: str, result: dict) -> bool:
             if trial_id not in self.steps:  # a trial's first result: start-up costs
                 self.first_results.append(round(time.time() - launch, 2))
                 self.setups.append(round(result.get("setup_time_s", math.nan), 2))
+                self.first_iterations.append(round(result.get("time_this_iter_s", math.nan), 2))
             self.steps[trial_id] = int(result.get("env_steps", 0))
             if time.time() - self.written > 2 and not self.solved:  # progress, for a run ended at the cap
                 self._write(False)
@@ -129,7 +133,7 @@ def solved_stopper(task: Task, launch: float, result_file: Path, evaluated: Any,
             self.written = time.time()
             _record(result_file, launch, solved=solved, env_steps=sum(self.steps.values()), evaluations=self.evaluations,
                     startup={**self.marks, "first_result_s": self.first_results[:1], "trial_first_results_s": self.first_results,
-                             "trial_setup_s": self.setups})
+                             "trial_setup_s": self.setups, "trial_first_iteration_s": self.first_iterations})
 
     return SolvedStopper()
 
@@ -266,7 +270,11 @@ def run_zoo(task: Task, seed: int, launch: float, result_file: Path, storage: Pa
 
 def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -> dict[str, Any]:
     result_file = scratch / f"{side}-{seed}.json"
-    env = {**os.environ, "BENCH_LAUNCH": repr(time.time())}
+    # rlsweep keeps a trial's memory reading between commands: each run starts with none (a new user's
+    # first sweep), except ``rlsweep-warm``'s, which share one (a user who ran the spec before; its first
+    # seed measures).
+    readings = scratch / ("readings-warm" if side == "rlsweep-warm" else f"readings-{side}-{seed}")
+    env = {**os.environ, "BENCH_LAUNCH": repr(time.time()), "RLSWEEP_CACHE_DIR": str(readings)}
     command = [sys.executable, str(Path(__file__).resolve()), "--task", task_name, "--run-side", side, "--seed", str(seed),
                "--result", str(result_file), "--storage", str(scratch / f"{side}-{seed}"), "--cap-s", str(cap_s)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -301,6 +309,36 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
     if not run["solved"]:
         run["time_s"] = max(run["time_s"], min(time.time() - start, cap_s))  # unsolved: the time it ran
     return run
+
+
+def _startup_phases(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Median seconds of each step from launch to the first trial's first result: the side's imports, its
+    own checks of the spec (rlsweep's pre-flight; none by hand), then until a trial starts (Ray's start,
+    rlsweep's cluster and memory checks, Tune's scheduling: the rest), the trial's setup (its algorithm
+    built) and its first iteration. From the marks each side's own process recorded."""
+    rows = []
+    for run in runs:
+        marks = run.get("startup", {})
+        first = (marks.get("first_result_s") or [None])[0]
+        setup = (marks.get("trial_setup_s") or [math.nan])[0]
+        iteration = (marks.get("trial_first_iteration_s") or [math.nan])[0]
+        if first is None or "imported_s" not in marks:
+            continue
+        checked = marks.get("spec_checked_s", marks["imported_s"])
+        rows.append({"imports": marks["imported_s"], "spec checks": checked - marks["imported_s"],
+                     "until a trial starts": first - checked - setup - iteration, "trial setup": setup,
+                     "first iteration": iteration, "first result": first})
+    if not rows:
+        return {}
+    return {name: round(statistics.median(r[name] for r in rows), 2) for name in rows[0]}
+
+
+def commit() -> str:
+    """The commit measured, ``+dirty`` where the work tree differs from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def versions() -> dict[str, str]:
@@ -358,15 +396,19 @@ def main() -> None:
         bests = [r["best_eval"] for r in runs if r["side"] == side and r["best_eval"] is not None]
         firsts = [r["startup"]["first_result_s"][0] for r in runs if r["side"] == side and r.get("startup", {}).get("first_result_s")]
         setups = [t for r in runs if r["side"] == side for t in r.get("startup", {}).get("trial_setup_s", []) if t == t]
+        phases = _startup_phases([r for r in runs if r["side"] == side])
         summary[side] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
                          "solved": solved, "runs": len(times),
                          "median_best_eval": statistics.median(bests) if bests else None,
                          "median_first_result_s": statistics.median(firsts) if firsts else None,
-                         "median_trial_setup_s": statistics.median(setups) if setups else None}
+                         "median_trial_setup_s": statistics.median(setups) if setups else None,
+                         "median_startup_phases_s": phases}
         start_up = (f"  first result at {summary[side]['median_first_result_s']} s, a trial's setup {summary[side]['median_trial_setup_s']} s"
                     if firsts else "")
         print(f"{side:14s} median {summary[side]['median_s']:7.1f} s  (min {min(times):6.1f}, max {max(times):6.1f})  "
               f"solved {solved}/{len(times)}  median best evaluation {summary[side]['median_best_eval']}{start_up}")
+        if phases:
+            print(f"{'':14s} start-up by phase (medians, s): " + ", ".join(f"{k} {v}" for k, v in phases.items()))
     if "rlsweep" in summary:
         for side in summary:
             if side != "rlsweep":
@@ -376,6 +418,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({
         "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "commit": commit(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "versions": versions(),
         "setup": {"task": args.task, **asdict(task), "concurrency": CONCURRENCY, "eval_episodes": EVAL_EPISODES,

@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import io
 import json
 import math
+import os
+import secrets
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TextIO
 
-from rlsweep.errors import RlsweepError, SpecError, SweepError, UsageError
+from rlsweep.errors import RlsweepError, SpecError, SweepError, UsageError, shorten
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
-#: The most configs ``rlsweep sample`` draws: model-based searchers fit a model per draw.
-MAX_SAMPLES = 10_000
+#: ``rlsweep plot --dpi``: from a thumbnail to print quality (a 9 x 5 inch figure at 2400 dpi is 21,600 x
+#: 12,000 pixels, ~20 s and 1.4 GB to render here).
+DPI_RANGE = (10, 2400)
+#: The largest raster image ``rlsweep plot`` renders: matplotlib's limit a side, and ~1.4 GB in all.
+MAX_SIDE_PIXELS, MAX_PIXELS = 2**16 - 1, 2**28
+#: Formats matplotlib draws as vectors: ``--dpi`` does not size them.
+VECTOR_FORMATS = frozenset({"pdf", "svg", "svgz", "eps", "ps", "pgf"})
 #: Interrupted (Ctrl-C, SIGTERM) before the work was done: not a success, not invalid input.
 EXIT_INTERRUPTED = EXIT_ERROR
 
@@ -27,6 +36,119 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"{self.prog}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_INVALID)
+
+
+class OutputError(RlsweepError):
+    """A file a command was asked to write could not be written (exit 1); no partial file is left."""
+
+
+class _Stream:
+    """``sys.stdout`` or ``sys.stderr`` while a command runs: writes through to the real stream, remembers
+    the first write that failed (a closed pipe, a full disk) so :func:`main` reports it once for every
+    command, and writes what the stream's encoding cannot hold as escapes instead of failing."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            try:
+                return self.stream.write(text)
+            except UnicodeEncodeError:
+                encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                return self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        except OSError as exc:
+            self.failed = self.failed or exc
+            raise
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            self.failed = self.failed or exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _Closed(io.TextIOBase):
+    """What a standard stream closed before the command started (``>&-``) is: Python makes it None, and
+    print() to None writes nothing without a word."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a failed standard stream's file at /dev/null, so the interpreter's flush at exit does not
+    fail on it again (what Python's docs on SIGPIPE recommend)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def _output_path(value: str, argument: str = "-o") -> Path:
+    """A file a command is asked to write, checked before any work: an existing folder, a path ending in a
+    separator or in a missing folder is a usage error naming ``argument``."""
+    if not value or value.endswith(("/", os.sep)):
+        raise UsageError(f"must name a file, got {value!r}", argument)
+    path = Path(value).expanduser()
+    try:
+        if path.is_dir():
+            raise UsageError(f"{value} is a folder; name a file in it", argument)
+        if not path.parent.is_dir():
+            missing = "does not exist" if not path.parent.exists() else "is not a folder"
+            raise UsageError(f"the folder {path.parent} {missing}, so {value} cannot be written there", argument)
+    except OSError as exc:  # a name too long, a loop of symlinks
+        raise UsageError(f"cannot write {value}: {exc.strerror or exc}", argument) from None
+    return path
+
+
+def _write_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write ``path`` whole or not at all: into a new file in its folder, renamed over ``path`` only once
+    complete, so a failed write (no permission, a full disk) leaves neither a partial file nor a changed
+    old one. A path that exists and is not a regular file (``/dev/full``, a FIFO) is written directly,
+    since a rename would replace it. A symlink's target is written.
+
+    Raises:
+        OutputError: the write failed, naming the path and why.
+    """
+    try:
+        if path.exists() and not path.is_file():
+            with open(path, "wb") as out:
+                write(out)
+            return
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666  # the umask applies to 0o666
+        temp = target.with_name(f".{target.name[:100]}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                write(out)
+                out.flush()
+                os.fsync(out.fileno())
+            if target.exists():
+                os.chmod(temp, mode)
+            os.replace(temp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _json_safe(value: Any) -> Any:
@@ -57,16 +179,20 @@ def _validate(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec, args.set)
     measure = spec.ray.memory_check and not args.no_memory_check
-    print(f"{args.spec}: valid ({spec.algorithm} on {spec.env}, {len(spec.search_space)} parameters, "
-          f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})"
-          + ("; measuring one trial's memory at the space's hungriest corner..." if measure else ""), flush=True)
+    valid = (f"{args.spec}: valid ({spec.algorithm} on {spec.env}, {len(spec.search_space)} parameters, "
+             f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})")
     if not measure:
         why = "ray.memory_check is false" if not spec.ray.memory_check else "--no-memory-check"
+        print(valid)
         print(f"memory: not measured ({why})")
         return EXIT_OK
     from rlsweep.api import check_memory
 
+    # "valid" only once the last check that can refuse the spec (the measured trial) has passed.
+    print(f"{args.spec}: the spec, its env and RLlib's config pass; checking one trial's memory at the space's "
+          "hungriest corner...", flush=True)
     found = check_memory(spec, address=args.address)
+    print(valid)
     for line in found.lines() if found is not None else []:
         print(line)
     return EXIT_OK
@@ -79,10 +205,14 @@ def _convert(args: argparse.Namespace) -> int:
     from rlsweep.convert import convert, header
     from rlsweep.spec import read_document
 
-    spec, unmapped = convert(read_document(args.file), args.experiment)
+    out = _output_path(args.output) if args.output else None
+    with contextlib.suppress(OSError):
+        if out is not None and out.exists() and os.path.samefile(out, args.file):
+            raise UsageError(f"{args.output} is the file being converted; write the spec to another file", "-o")
+    spec, unmapped = convert(read_document(args.file), args.experiment, source=args.file)
     text = header(args.file, unmapped) + yaml.safe_dump(spec, sort_keys=False)
-    if args.output:
-        Path(args.output).write_text(text)
+    if out is not None:
+        _write_file(out, lambda file: file.write(text.encode("utf-8")))
     else:
         print(text, end="")
     for item in unmapped:
@@ -99,10 +229,16 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _sample(args: argparse.Namespace) -> int:
     from rlsweep import load_spec, sample
+    from rlsweep.search_spaces import SEARCHERS
 
-    if not 1 <= args.n <= MAX_SAMPLES:
-        raise UsageError(f"must be in [1, {MAX_SAMPLES:,}] (a dry run of a sweep's first configs), got {args.n}", "-n")
+    if args.n < 1:
+        raise UsageError(f"must be >= 1 (a dry run of a sweep's first configs), got {shorten(args.n)}", "-n")
     spec = load_spec(args.spec, args.set, preflight=False)
+    name = args.searcher or str(spec.searcher.name)
+    # Model-based searchers refit per draw, so a dry run's cost grows faster than its length.
+    if args.n > (most := SEARCHERS[name].max_samples):
+        raise UsageError(f"a dry run of searcher {name!r} draws at most {most:,} configs (so that it ends within "
+                         f"seconds), got {shorten(args.n)}", "-n")
     configs = sample(spec, args.n, searcher=args.searcher)
     if args.json:
         print(json.dumps(_json_safe(configs)))
@@ -156,9 +292,10 @@ def _resume(args: argparse.Namespace) -> int:
     if not store.has_tune_state(root):
         raise UsageError("no Tune experiment state to resume from (the sweep never started a trial)", "DIR")
     if problems := store.resume_problems(root):
+        shown = problems[: store.MAX_WARNINGS] + ([f"and {len(problems) - store.MAX_WARNINGS} more"] if len(problems) > store.MAX_WARNINGS else [])
         raise UsageError(
-            "cannot resume safely: " + "; ".join(problems) + ". The trials' results and checkpoints are intact: "
-            "`rlsweep status`, `best` and `export` still read them; start a new sweep to go on", "DIR")
+            "cannot resume safely: " + "; ".join(shown) + ". Nothing was changed: `rlsweep status`, `best` and "
+            "`export` still read what is intact; repair what is named, or start a new sweep to go on", "DIR")
     result = resume(root, spec_path=args.spec, address=args.address)
     return _report(result, _load(str(result.path)).spec.mlflow)
 
@@ -173,6 +310,17 @@ def _load(directory: str) -> Any:
         raise UsageError(str(exc).removeprefix(f"{Path(directory).expanduser().resolve()}: "), "DIR") from None
 
 
+def _answered(sweep: Any) -> int:
+    """The exit code of a command that read ``sweep``: 1 where something of it could not be read (a trial's
+    folder gone, a file that is a folder or a FIFO; each named in a warning as it was read), so a script
+    knows the answer is incomplete; else 0."""
+    if not sweep.damage:
+        return EXIT_OK
+    print(f"incomplete: {len(sweep.damage)} thing(s) in {sweep.path} could not be read (named above); the answer "
+          "covers the rest", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def _rule(text: str) -> Any:
     from rlsweep.analysis import SelectionRule
 
@@ -180,22 +328,67 @@ def _rule(text: str) -> Any:
 
 
 def _best(args: argparse.Namespace) -> int:
-    best = _load(args.dir).best(rule=_rule(args.rule))
+    sweep = _load(args.dir)
+    best = sweep.best(rule=_rule(args.rule))
     if args.json:
         print(json.dumps(_json_safe(best.to_dict())))
     else:
         _print_best(best)
-    return EXIT_OK
+    return _answered(sweep)
+
+
+def _plot_format(value: str) -> str:
+    """The format ``-o`` names by its extension (none: PNG), if matplotlib can write it."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    extension = Path(value).suffix.lower().removeprefix(".")
+    if not extension:
+        return "png"
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if extension not in formats:
+        raise UsageError(f"matplotlib cannot write .{extension} files; name one of {', '.join('.' + f for f in formats)}, "
+                         f"got {value}", "-o")
+    return extension
+
+
+def _check_pixels(figure: Any, dpi: int, fmt: str) -> None:
+    """A raster image must fit matplotlib's limit and memory; a vector format has no pixel size."""
+    if fmt in VECTOR_FORMATS:
+        return
+    width, height = (float(v) for v in figure.get_size_inches())
+    most = min(MAX_SIDE_PIXELS / max(width, height), math.sqrt(MAX_PIXELS / (width * height)))
+    if dpi > most:
+        raise UsageError(
+            f"this figure is {width:.3g} x {height:.3g} inches: at {dpi} dpi that is {round(width * dpi):,} x "
+            f"{round(height * dpi):,} pixels, over the {MAX_SIDE_PIXELS:,} a side and {MAX_PIXELS:,} in all a "
+            f"{fmt.upper()} may have here; use --dpi {math.floor(most)} or less, or a vector format (.svg, .pdf)", "--dpi")
 
 
 def _plot(args: argparse.Namespace) -> int:
+    low, high = DPI_RANGE
+    if not low <= args.dpi <= high:
+        raise UsageError(f"must be in [{low}, {high}] dots per inch, got {shorten(args.dpi)}", "--dpi")
+    out = _output_path(args.output) if args.output else None
+    fmt = _plot_format(args.output) if args.output else "png"
     sweep = _load(args.dir)
-    out = Path(args.output) if args.output else sweep.path / "plots" / f"{args.kind}.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if out is None:
+        out = sweep.path / "plots" / f"{args.kind}.png"
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
     figure = sweep.plot(args.kind)
-    figure.savefig(out, dpi=args.dpi)
+    _check_pixels(figure, args.dpi, fmt)
+
+    def save(file: IO[bytes]) -> None:
+        try:
+            figure.savefig(file, format=fmt, dpi=args.dpi)
+        except (RuntimeError, ValueError) as exc:  # a backend's missing tool (pgf needs LaTeX)
+            raise OutputError(f"cannot write {out} as {fmt}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+    _write_file(out, save)
     print(out)
-    return EXIT_OK
+    return _answered(sweep)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -205,10 +398,10 @@ def _status(args: argparse.Namespace) -> int:
     table = sweep.table()
     if args.json:
         print(table.to_json(orient="records"))
-        return EXIT_OK
+        return _answered(sweep)
     if not len(table):
         print(f"{sweep.path}: no trial has started yet")
-        return EXIT_OK
+        return _answered(sweep)
     counts = table["state"].value_counts().to_dict()
     print(f"{sweep.path}: {len(table)} trials " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     with pd.option_context("display.max_columns", None, "display.width", 200):
@@ -218,7 +411,7 @@ def _status(args: argparse.Namespace) -> int:
     if sweep.has_results():
         print()
         _print_best(sweep.best())
-    return EXIT_OK
+    return _answered(sweep)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -294,7 +487,7 @@ def _export(args: argparse.Namespace) -> int:
     sweep = _load(args.dir)
     run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment)
     print(f"exported {len(sweep.trials)} trials; parent run {run_id}")
-    return EXIT_OK
+    return _answered(sweep)
 
 
 def _ui(args: argparse.Namespace) -> int:
@@ -354,11 +547,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a spec value, e.g. budget.trials=4 or config.training.lr=0.001")
 
-    p = commands.add_parser("validate", help="check a spec and measure one trial's memory; exit 2 listing every problem")
+    p = commands.add_parser("validate", help="check a spec and what one trial's memory needs; exit 2 listing every problem")
     p.add_argument("spec")
     p.add_argument("--address", help="check against this Ray cluster: 'auto' or 'ray://host:port' (default: the spec's ray.address, else a local runtime)")
     p.add_argument("--no-memory-check", action="store_true",
-                   help="check the spec without Ray: skip measuring one trial's memory at the space's hungriest corner")
+                   help="check the spec without Ray: skip checking one trial's memory at the space's hungriest corner")
     with_set(p)
     p.set_defaults(handler=_validate)
 
@@ -432,8 +625,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="curves", choices=["curves", "parallel", "importance", "confirmation"],
                    help="curves: the metric against env steps per trial (default); parallel: parameters against the "
                         "score; importance: fANOVA importance; confirmation: held-out seeds' intervals")
-    p.add_argument("-o", "--output", help="the file to write (default: DIR/plots/KIND.png)")
-    p.add_argument("--dpi", type=int, default=100)
+    p.add_argument("-o", "--output", help="the file to write, in the format its extension names (png, svg, pdf, ...; "
+                   "default: DIR/plots/KIND.png); its folder must exist")
+    p.add_argument("--dpi", type=int, default=100,
+                   help=f"dots per inch of a raster image, {DPI_RANGE[0]}..{DPI_RANGE[1]} (default 100)")
     p.set_defaults(handler=_plot)
 
     p = commands.add_parser("evaluate", help="re-run the top checkpoints greedily on fresh seeds: mean and spread")
@@ -461,6 +656,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code. Whatever a command prints goes through one guard: a closed
+    pipe (``| head``) ends the command quietly, a failed write (``> /dev/full``) is one line on stderr, and
+    both exit 1; argparse's own exits (``--help``, a usage error) are raised as ``SystemExit``."""
+    saved = sys.stdout, sys.stderr
+    out = _Stream(sys.stdout if sys.stdout is not None else _Closed("standard output"))  # type: ignore[arg-type]
+    err = _Stream(sys.stderr) if sys.stderr is not None else None
+    sys.stdout, sys.stderr = out, err or sys.stderr  # type: ignore[assignment]
+    exit_: SystemExit | None = None
+    try:
+        try:
+            code = _command(argv)
+        except SystemExit as exc:  # argparse: --help, --version, a bad argument
+            exit_, code = exc, EXIT_OK
+        except OSError:
+            if not (out.failed or (err and err.failed)):
+                raise
+            code = EXIT_ERROR
+        for stream in (out, err):
+            with contextlib.suppress(OSError, ValueError):
+                if stream is not None:
+                    stream.flush()
+    finally:
+        sys.stdout, sys.stderr = saved
+    if out.failed is not None:
+        _silence(out.stream)
+        if out.failed.errno != errno.EPIPE:  # a reader that closed the pipe wants no more: no message
+            with contextlib.suppress(OSError, ValueError):
+                print(f"error: cannot write output: {out.failed.strerror or out.failed}", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    if err is not None and err.failed is not None:
+        _silence(err.stream)  # nowhere left to say it
+        return EXIT_ERROR
+    if exit_ is not None:
+        raise exit_
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))

@@ -131,7 +131,35 @@ class Unmapped:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.key}: {shorten(self.value)}: {self.reason}"
+        return f"{one_line(self.key)}: {shorten(self.value)}: {self.reason}"
+
+
+#: Every character YAML (and a terminal) ends a line at, and how a comment writes it instead.
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks escaped: a key or file name with a newline in it must not end the
+    comment it is quoted in (and start a line of YAML)."""
+    return text.translate(_LINE_BREAKS)
+
+
+def _whole(value: Any) -> int | None:
+    """A count given as an int or a float with no fraction, if it is >= 1 (True is not a count)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _finite(value: Any) -> float | None:
+    """A finite number as a float (True is not a number here)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int past a float's range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _grid(value: Any) -> list[Any] | None:
@@ -140,30 +168,40 @@ def _grid(value: Any) -> list[Any] | None:
     return None
 
 
-def _experiment(document: Any, name: str | None) -> tuple[str, Mapping[str, Any]]:
+def _experiment(document: Any, name: str | None, source: str) -> tuple[str, Mapping[str, Any]]:
     if not isinstance(document, Mapping) or not document:
-        raise UsageError("expects an RLlib experiment YAML: a mapping of experiment names to {run, env, config, ...}", "FILE")
+        raise UsageError("expects an RLlib experiment YAML: a mapping of experiment names to {run, env, config, ...}", source)
     if {"run", "env"} & set(document):
         return name or "converted", document  # one experiment written without its name
-    experiments = {k: v for k, v in document.items() if isinstance(v, Mapping) and "run" in v}
+    # Names as text: YAML keys may be numbers too, and --experiment is text.
+    experiments = {str(k): v for k, v in document.items() if isinstance(v, Mapping) and "run" in v}
     if not experiments:
-        raise UsageError(f"no experiment with a 'run' key in it; top-level keys: {sorted(map(str, document))}", "FILE")
+        raise UsageError(f"no experiment with a 'run' key in it; top-level keys: {shorten(sorted(map(str, document)))}", source)
     if name is not None:
         if name not in experiments:
-            raise UsageError(f"no experiment {name!r}; the file has {sorted(experiments)}", "--experiment")
+            raise UsageError(f"no experiment {shorten(name)}; the file has {shorten(sorted(experiments))}", "--experiment")
         return name, experiments[name]
     if len(experiments) > 1:
-        raise UsageError(f"the file has {len(experiments)} experiments {sorted(experiments)}; pick one with --experiment", "FILE")
+        raise UsageError(f"the file has {len(experiments)} experiments {shorten(sorted(experiments))}; pick one with --experiment", source)
     return next(iter(experiments.items()))
 
 
-def convert(document: Any, experiment: str | None = None) -> tuple[dict[str, Any], list[Unmapped]]:
+def convert(document: Any, experiment: str | None = None, *, source: str = "FILE") -> tuple[dict[str, Any], list[Unmapped]]:
     """The rlsweep spec for one experiment of an old RLlib YAML, and every key it does not carry.
 
+    Args:
+        source: The file's name, for messages.
+
     Raises:
-        UsageError: the document is no RLlib experiment file, or holds several and ``experiment`` names none.
+        UsageError: the document is no RLlib experiment file, holds several and ``experiment`` names none,
+            or a value convert carries over (the ``stop`` budget and targets, ``num_samples``) is not a
+            number it can be; every such value is listed with its path in the file.
     """
-    name, old = _experiment(document, experiment)
+    source = one_line(source)
+    name, old = _experiment(document, experiment, source)
+    # Paths in messages are the file's own: under the experiment's name where the file names it.
+    where = "" if old is document else f"{one_line(name)}."
+    problems: list[str] = []
     unmapped: list[Unmapped] = []
     config: dict[str, Any] = {}
     space: dict[str, Any] = {}
@@ -178,7 +216,7 @@ def convert(document: Any, experiment: str | None = None) -> tuple[dict[str, Any
 
     old_config = old.get("config") or {}
     if not isinstance(old_config, Mapping):
-        raise UsageError(f"'config' of experiment {name!r} must be a mapping, got {shorten(old_config)}", "FILE")
+        raise UsageError(f"{where}config: must be a mapping, got {shorten(old_config)}", source)
     spec: dict[str, Any] = {"name": str(name), "algorithm": str(old.get("run", "")), "env": old_config.get("env", old.get("env"))}
     for key, value in old_config.items():
         key = str(key)
@@ -227,11 +265,14 @@ def convert(document: Any, experiment: str | None = None) -> tuple[dict[str, Any
             unmapped.append(Unmapped(f"config.{key}", value, "no mapping known to the new API stack; set its new name in config by hand"))
 
     _new_stack_rules(config, unmapped)
-    budget, stop = _budget_and_stop(old.get("stop") or {}, unmapped)
+    budget, stop = _budget_and_stop(old.get("stop") or {}, unmapped, problems, f"{where}stop")
     grid_points = math.prod(len(v["grid"]) for v in space.values()) if space else 1
-    samples = old.get("num_samples", 1)
-    samples = samples if isinstance(samples, int) and samples >= 1 else 1
-    budget["trials"] = grid_points * samples
+    samples = _whole(old.get("num_samples", 1))
+    if samples is None:
+        problems.append(f"{where}num_samples: must be a whole number >= 1, got {shorten(old.get('num_samples'))}")
+    if problems:
+        raise UsageError(f"\n{source}: ".join(problems), source)
+    budget["trials"] = grid_points * (samples or 1)
     spec.update(config=config)
     if space:
         spec["search_space"] = space
@@ -259,7 +300,7 @@ def _new_stack_rules(config: dict[str, Any], unmapped: list[Unmapped]) -> None:
                                  f"raised to n_step ({n_step}): the new API stack needs rollout_fragment_length >= n_step"))
 
 
-def _budget_and_stop(old_stop: Any, unmapped: list[Unmapped]) -> tuple[dict[str, Any], dict[str, float]]:
+def _budget_and_stop(old_stop: Any, unmapped: list[Unmapped], problems: list[str], where: str) -> tuple[dict[str, Any], dict[str, float]]:
     budget: dict[str, Any] = {}
     stop: dict[str, float] = {}
     if not isinstance(old_stop, Mapping):
@@ -268,16 +309,23 @@ def _budget_and_stop(old_stop: Any, unmapped: list[Unmapped]) -> tuple[dict[str,
     for key, value in old_stop.items():
         key = str(key)
         if key in ("timesteps_total", "num_env_steps_sampled_lifetime", "env_runners/num_env_steps_sampled_lifetime"):
-            budget["env_steps"] = int(value)
-        elif key in RESULT_KEYS and isinstance(value, (int, float)):
-            stop[RESULT_KEYS[key]] = float(value)
+            if (steps := _whole(value)) is None:
+                problems.append(f"{where}.{one_line(key)}: must be a whole number of env steps >= 1, got {shorten(value)}")
+            else:  # Tune stopped at the first criterion met: the smallest budget
+                budget["env_steps"] = min(steps, budget.get("env_steps", steps))
+        elif key in RESULT_KEYS:
+            if (target := _finite(value)) is not None:
+                stop[RESULT_KEYS[key]] = target
+            else:
+                problems.append(f"{where}.{one_line(key)}: must be a finite number (the {RESULT_KEYS[key]} that stops a "
+                                f"trial), got {shorten(value)}")
         elif key == "training_iteration":
             unmapped.append(Unmapped("stop.training_iteration", value, "an iteration is different work per algorithm; rlsweep budgets in env steps (budget.env_steps)"))
         elif key == "time_total_s":
             unmapped.append(Unmapped("stop.time_total_s", value, "a per-trial time limit; rlsweep budgets trials in env steps and the sweep in time (budget.time_s)"))
         else:
             unmapped.append(Unmapped(f"stop.{key}", value, "no rlsweep metric of that name"))
-    if "env_steps" not in budget:
+    if "env_steps" not in budget and not problems:
         budget["env_steps"] = DEFAULT_ENV_STEPS
         unmapped.append(Unmapped("stop", dict(old_stop), f"no timesteps_total: budget.env_steps set to {DEFAULT_ENV_STEPS:,}; change it"))
     return budget, stop
@@ -287,8 +335,11 @@ def _top_level(old: Mapping[str, Any], spec: dict[str, Any], unmapped: list[Unma
     for key, value in old.items():
         if key in ("run", "env", "config", "stop", "num_samples"):
             continue
-        if key == "keep_checkpoints_num" and isinstance(value, int) and value >= 1:
-            spec.setdefault("checkpoint", {})["keep"] = value
+        if key == "keep_checkpoints_num":
+            if (keep := _whole(value)) is not None:
+                spec.setdefault("checkpoint", {})["keep"] = keep
+            else:
+                unmapped.append(Unmapped(key, value, "not a whole number >= 1: checkpoint.keep keeps its default"))
         elif key == "checkpoint_at_end":
             unmapped.append(Unmapped(key, value, "rlsweep always checkpoints at the end"))
         elif key == "checkpoint_freq":
@@ -301,7 +352,7 @@ def _top_level(old: Mapping[str, Any], spec: dict[str, Any], unmapped: list[Unma
 
 def header(source: str, unmapped: list[Unmapped]) -> str:
     """The comment a converted spec starts with: where it came from and every key it does not carry."""
-    lines = [f"# Converted by `rlsweep convert` from {source} (RLlib's old experiment YAML)."]
+    lines = [f"# Converted by `rlsweep convert` from {one_line(source)} (RLlib's old experiment YAML)."]
     if unmapped:
         lines.append("# Not carried over (set these by hand where they matter):")
         lines += [f"#   {item}" for item in unmapped]

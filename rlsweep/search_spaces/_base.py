@@ -322,6 +322,9 @@ class SearcherEntry(Entry):
     Options: ClassVar[type[Section]] = SearcherOptions
     #: Model-based searchers learn from results; grid points make no sense for them.
     model_based: ClassVar[bool] = False
+    #: The most configs :meth:`sample` draws in a dry run (``rlsweep sample -n``): a searcher whose draws
+    #: grow slower as it suggests more (a model refit per draw) sets what it draws within ~15 s on 2 cores.
+    max_samples: ClassVar[int] = 10_000
     compiler: ClassVar[SpaceCompiler]
 
     #: The modules this backend imports beyond rlsweep's own dependencies (an optional extra), and the

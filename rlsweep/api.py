@@ -167,7 +167,12 @@ def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict
 
     Raises:
         IncompatibleError: ``searcher`` cannot express the spec's search space.
+        UsageError: ``n`` is below 1 or above what the searcher draws in a dry run (``max_samples``).
     """
+    if searcher is not None and searcher != spec.searcher.name and searcher not in SEARCHERS:
+        raise SpecError(f"unknown searcher {searcher!r}; expected one of {sorted(SEARCHERS)}", "--searcher")
+    if (problem := SEARCHERS[searcher or str(spec.searcher.name)].samples_problem(n)) is not None:
+        raise UsageError(problem, "n")
     if searcher is not None and searcher != spec.searcher.name:
         if searcher not in SEARCHERS:
             raise SpecError(f"unknown searcher {searcher!r}; expected one of {sorted(SEARCHERS)}", "--searcher")

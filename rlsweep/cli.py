@@ -234,11 +234,8 @@ def _sample(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise UsageError(f"must be >= 1 (a dry run of a sweep's first configs), got {shorten(args.n)}", "-n")
     spec = load_spec(args.spec, args.set, preflight=False)
-    name = args.searcher or str(spec.searcher.name)
-    # Model-based searchers refit per draw, so a dry run's cost grows faster than its length.
-    if args.n > (most := SEARCHERS[name].max_samples):
-        raise UsageError(f"a dry run of searcher {name!r} draws at most {most:,} configs (so that it ends within "
-                         f"seconds), got {shorten(args.n)}", "-n")
+    if (problem := SEARCHERS[args.searcher or str(spec.searcher.name)].samples_problem(args.n)) is not None:
+        raise UsageError(problem, "-n")
     configs = sample(spec, args.n, searcher=args.searcher)
     if args.json:
         print(json.dumps(_json_safe(configs)))

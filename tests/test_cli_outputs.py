@@ -357,6 +357,17 @@ def test_sample_refuses_more_draws_than_the_searcher_makes_in_seconds(spec_file,
         assert capsys.readouterr().err == f"-n: must be >= 1 (a dry run of a sweep's first configs), got {n}\n"
 
 
+def test_the_python_api_holds_a_dry_run_to_the_same_maximum(spec_file):
+    from rlsweep import load_spec, sample
+    from rlsweep.errors import UsageError
+
+    spec = load_spec(str(spec_file), preflight=False)
+    with pytest.raises(UsageError, match="^n: a dry run of searcher 'ax' draws at most 100 configs"):
+        sample(spec, 10_000, searcher="ax")
+    with pytest.raises(UsageError, match="^n: must be >= 1"):
+        sample(spec, 0)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("searcher", ["ax", "hyperopt", "optuna", "nevergrad", "bayesopt", "bohb", "random"])
 def test_each_searchers_most_draws_end_well_within_a_minute(tmp_path, searcher):

@@ -325,6 +325,15 @@ class SearcherEntry(Entry):
     #: The most configs :meth:`sample` draws in a dry run (``rlsweep sample -n``): a searcher whose draws
     #: grow slower as it suggests more (a model refit per draw) sets what it draws within ~15 s on 2 cores.
     max_samples: ClassVar[int] = 10_000
+
+    def samples_problem(self, n: int) -> str | None:
+        """Why a dry run of ``n`` draws is refused (fewer than one, or more than :attr:`max_samples`), or None."""
+        if n < 1:
+            return f"must be >= 1 (a dry run of a sweep's first configs), got {n}"
+        if n > self.max_samples:
+            # Model-based searchers refit per draw, so a dry run's cost grows faster than its length.
+            return f"a dry run of searcher {self.name!r} draws at most {self.max_samples:,} configs (so that it ends within seconds), got {n}"
+        return None
     compiler: ClassVar[SpaceCompiler]
 
     #: The modules this backend imports beyond rlsweep's own dependencies (an optional extra), and the

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import math
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import ConfigDict, Field, StrictBool, field_validator, StrictFloat, StrictInt, StrictStr, WithJsonSchema
@@ -27,7 +31,14 @@ from rlsweep._schema import Section, check_field
 from rlsweep.errors import Problem, SpecError, shorten
 from rlsweep.metrics import metric_name_problem
 from rlsweep.seeds import SEED_PATH
-from rlsweep.search_spaces._domains import SearchSpace, domain_json_schema, parse_search_space
+from rlsweep.search_spaces._domains import (
+    Choice,
+    SearchSpace,
+    domain_json_schema,
+    drawn_values,
+    parse_search_space,
+    whole_number_range,
+)
 
 #: Where a sweep's MLflow runs go unless the spec says otherwise: a SQLite file in the working directory.
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -37,12 +48,17 @@ DEFAULT_STORAGE = "./rlsweep_results"
 POLICIES_PATH = "policies"
 
 Text = Annotated[StrictStr, Field(min_length=1)]
-PositiveInt = Annotated[StrictInt, Field(ge=1)]
-NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 Seconds = Annotated[StrictFloat, Field(ge=1, allow_inf_nan=False)]
+#: A count of environment steps: a trial's budget, an interval in it.
+EnvSteps = Annotated[StrictInt, Field(ge=1, le=10**12)]
 FiniteFloat = Annotated[StrictFloat, Field(allow_inf_nan=False)]
 #: numpy's and every searcher's seed range.
 Seed = Annotated[StrictInt, Field(ge=0, le=2**32 - 1)]
+#: The largest training seed (``seeds.tuning``, ``seeds.test``, ``debugging.seed``): RLlib seeds numpy with
+#: the seed plus the env runner's index (plus 1,000,000 on evaluation runners), and numpy takes seeds below
+#: 2**32; half that range leaves room for any number of runners.
+MAX_TRAINING_SEED = 2**31 - 1
+TrainingSeed = Annotated[StrictInt, Field(ge=0, le=MAX_TRAINING_SEED)]
 
 
 class SearcherSpec(Section):
@@ -76,7 +92,7 @@ class SchedulerSpec(Section):
 
 
 class BudgetSpec(Section):
-    env_steps: Annotated[StrictInt, Field(ge=1, le=10**12)]
+    env_steps: EnvSteps
     """environment steps per trial: the scheduler's time unit"""
     trials: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 4
     """how many trials (configs) the sweep runs"""
@@ -88,16 +104,16 @@ class BudgetSpec(Section):
 
 
 class SeedsSpec(Section):
-    per_trial: PositiveInt = 1
-    """training seeds per trial: each trial trains its configuration on this many seeds in lockstep, in
-    its own process and CPUs, one after the other (so a trial takes about per_trial times as long)"""
+    per_trial: Annotated[StrictInt, Field(ge=1, le=100)] = 1
+    """training seeds per trial (at most 100): each trial trains its configuration on this many seeds in
+    lockstep, in its own process and CPUs, one after the other (so a trial takes about per_trial times as long)"""
     aggregate: Literal["mean", "median", "iqm", "min"] = "iqm"
     """what the searcher and the scheduler see of a trial's seeds: mean | median | iqm (interquartile mean)
     | min (the worst seed under metric.mode)"""
-    tuning: Annotated[list[NonNegativeInt], Field(min_length=2, max_length=2)] = [0, 99]
-    """the range (inclusive) each trial's training seeds (RLlib's debugging.seed) are drawn from"""
-    test: Annotated[list[NonNegativeInt], Field(min_length=2, max_length=2)] = [1000, 1999]
-    """the range (inclusive) of held-out seeds rlsweep confirm trains on: disjoint from tuning"""
+    tuning: Annotated[list[TrainingSeed], Field(min_length=2, max_length=2)] = [0, 99]
+    """the range (inclusive, within 0 to 2**31 - 1) each trial's training seeds (RLlib's debugging.seed) are drawn from"""
+    test: Annotated[list[TrainingSeed], Field(min_length=2, max_length=2)] = [1000, 1999]
+    """the range (inclusive, within 0 to 2**31 - 1) of held-out seeds rlsweep confirm trains on: disjoint from tuning"""
 
     @field_validator("tuning", "test")
     @classmethod
@@ -115,16 +131,17 @@ class MetricSpec(Section):
 
 
 class CheckpointSpec(Section):
-    every_env_steps: PositiveInt | None = None
+    every_env_steps: EnvSteps | None = None
     """checkpoint every this many env steps; default: a tenth of the budget"""
-    keep: PositiveInt | None = None
-    """checkpoints kept per trial, best first; default: the scheduler's (2; all for PBT/PB2)"""
+    keep: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+    """checkpoints kept per trial (at most 10,000), best first; default: the scheduler's (2; all for PBT/PB2)"""
 
 
 class EvaluationSpec(Section):
-    episodes: PositiveInt = 10
-    """greedy evaluation episodes each time"""
-    every_env_steps: PositiveInt | None = None
+    episodes: Annotated[StrictInt, Field(ge=1, le=10_000)] = 10
+    """greedy evaluation episodes each time (at most 10,000: each evaluation runs them all before the trial
+    goes on)"""
+    every_env_steps: EnvSteps | None = None
     """evaluate every this many env steps; default: once, at the budget"""
 
 
@@ -132,8 +149,9 @@ class FailureSpec(Section):
     """What happens when a trial fails (an env raises, a loss turns NaN): it restarts from its latest
     checkpoint up to ``max_retries`` times, then is recorded as failed while the sweep goes on."""
 
-    max_retries: NonNegativeInt = 1
-    """restarts from the latest checkpoint before a trial counts as failed"""
+    max_retries: Annotated[StrictInt, Field(ge=0, le=100)] = 1
+    """restarts from the latest checkpoint before a trial counts as failed (at most 100: a trial that fails
+    each time would otherwise restart for ever)"""
 
 
 class RaySpec(Section):
@@ -144,10 +162,13 @@ class RaySpec(Section):
     reuse_actors: StrictBool = True
     """run a new trial in a finished trial's worker process (Tune's reuse_actors), saving the process start
     and the imports of torch and RLlib for each trial"""
-    memory_check: StrictBool = True
-    """before launch, train one trial at the search space's most memory-hungry corner for two iterations
-    and measure every process's peak memory (5-30 s); each trial then reserves that much of Ray's memory,
-    so no more trials run at once than fit, and validate prints it. false: trials reserve no memory"""
+    memory_check: StrictBool | Literal["measure"] = True
+    """before launch, find what one trial at the search space's most memory-hungry corner needs; each trial
+    then reserves that much of Ray's memory, so no more trials run at once than fit, and validate prints it.
+    true: a reading an earlier command kept for the same spec, versions and machine; else, where even twice
+    an upper bound from the trial's settings fits the nodes for every trial the CPUs run at once, that
+    bound (no wait); else train the trial for two iterations and measure every process's peak (5-36 s).
+    measure: always a measurement (kept or new). false: trials reserve no memory"""
 
 
 #: RLlib keys every row keeps as ``rllib/<key>`` unless ``report.rllib_keys`` says otherwise: what explains
@@ -400,7 +421,10 @@ def read_document(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     try:
         if path.stat().st_size > MAX_SPEC_BYTES:
             raise SpecError(f"the spec file is {path.stat().st_size:,} bytes; a spec is at most {MAX_SPEC_BYTES:,}", str(path))
-        data = path.read_bytes()
+        with path.open("rb") as file:  # bounded: a device or a pipe has no size to check first (/dev/zero)
+            data = file.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            raise SpecError(f"the spec file holds more than {MAX_SPEC_BYTES:,} bytes; a spec is at most that", str(path))
     except OSError as exc:
         raise SpecError(f"cannot read spec file: {exc.strerror or exc}", str(path)) from None
     try:
@@ -488,6 +512,9 @@ def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str,
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
             value = raw
+        except ValueError as exc:  # an integer of thousands of digits (Python's limit on int(str))
+            problems.append(Problem(f"--set {key}", f"a value YAML cannot hold as a number ({str(exc).split(';')[0]})"))
+            continue
         head, _, tail = key.partition(".")
         if head in ("config", "search_space", "env_config", "stop") and tail:
             set_in(document, [head, tail], value)
@@ -495,6 +522,8 @@ def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str,
             set_in(document, key.split("."), value)
     if problems:
         raise SpecError(problems)
+    if overrides:  # what --set put in holds to the document's limits too (an integer's 64 bits)
+        _check_size(document, "")
     return document
 
 
@@ -586,10 +615,134 @@ def _numbers_read_as_text(doc: Mapping[str, Any]) -> list[Problem]:
                 candidates = [v for k, v in value.items() if k != "when"]
                 candidates = [x for v in candidates for x in (v if isinstance(v, list) else [v])]
             for candidate in candidates:
-                if isinstance(candidate, str) and _NUMBER_AS_TEXT.match(candidate.strip()):
+                if not (isinstance(candidate, str) and _NUMBER_AS_TEXT.match(candidate.strip())):
+                    continue
+                if not math.isfinite(float(candidate)):  # 1e309: past a float's range, even written as one
+                    found.append(Problem(f"{section}.{path}", f"{shorten(candidate)} is text to YAML, and as a "
+                                         f"number it is past a float's range (about 1.8e308); write a finite number"))
+                else:
                     found.append(Problem(f"{section}.{path}", f"{candidate!r} is text to YAML, not a number; write "
                                          f"{_as_yaml_float(candidate)} (YAML needs a dot and a signed exponent)"))
     return found
+
+
+#: RLlib settings where +inf is a value RLlib documents: no clamping (its DefaultModelConfig). Nowhere else is a
+#: NaN or an infinity a setting RLlib can train with.
+INFINITY_ALLOWED = frozenset({"rl_module.model_config.log_std_clip_param"})
+#: How many problems of one kind a section reports before counting the rest.
+_SHOWN_PER_KIND = 10
+
+
+def _non_finite(value: Any, path: str) -> list[tuple[str, float]]:
+    """Every NaN or infinite float in ``value`` (nested mappings and lists, walked with a stack), with its
+    path: ``path.key`` below a mapping, ``path[i]`` in a list."""
+    found = []
+    stack = [(path, value)]
+    while stack:
+        here, item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                found.append((here, item))
+        elif isinstance(item, Mapping):
+            stack.extend((f"{here}.{k}", v) for k, v in reversed(item.items()))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{here}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return found
+
+
+def _non_finite_problems(config: Mapping[str, Any], env_config: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
+    """NaN and infinities in RLlib settings, fixed or searched (a searched choice's are refused as it is
+    parsed, at any depth here), and NaN in env_config: each trial would fail, or train on NaN, minutes in.
+    An env may take an infinity (a Box's bound, no horizon), so env_config keeps those."""
+    found: list[tuple[str, str, float]] = []  # (where, setting, number)
+    for key, value in config.items():
+        found += [(f"config.{setting}", setting, number) for setting, number in _non_finite(value, str(key))]
+    for parameter in space:
+        values = drawn_values(parameter.domain)
+        for i, value in enumerate(values or ()):
+            at = f".{parameter.domain.kind}[{i}]" if isinstance(parameter.domain, Choice) else ""
+            found += [(f"search_space.{parameter.path}{at}{setting[len(parameter.path):]}", setting, number)
+                      for setting, number in _non_finite(value, parameter.path)]
+    found = [(where, setting, number) for where, setting, number in found
+             if not (number == math.inf and setting in INFINITY_ALLOWED)]
+    problems = [Problem(where, f"is {number}: an RLlib setting is a finite number (+inf only where RLlib documents "
+                               f"it: {', '.join(sorted(INFINITY_ALLOWED))})") for where, _, number in found]
+    for key, value in env_config.items():
+        problems += [Problem(f"env_config.{where}", "is nan, which equals no number (not even itself); give the env a number")
+                     for where, number in _non_finite(value, str(key)) if math.isnan(number)]
+    if len(problems) > _SHOWN_PER_KIND:
+        problems = problems[:_SHOWN_PER_KIND] + [Problem("config", f"... and {len(problems) - _SHOWN_PER_KIND:,} more "
+                                                                   "numbers that are not finite")]
+    return problems
+
+
+_SEED_RULE = ("a training seed is a whole number from 0 to 2**31 - 1 (RLlib seeds numpy with it plus the env runner's "
+              "index, and numpy takes seeds below 2**32)")
+
+
+def _seed_problems(config: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
+    """``debugging.seed`` set in config, or searched, keeps a training seed's range in every draw."""
+    problems = []
+    seed = config.get(SEED_PATH)
+    if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_TRAINING_SEED):
+        problems.append(Problem(f"config.{SEED_PATH}", f"{_SEED_RULE}; got {shorten(seed)}"))
+    for parameter in space:
+        if parameter.path != SEED_PATH:
+            continue
+        bounds = whole_number_range(parameter.domain)
+        if bounds is None:
+            problems.append(Problem(f"search_space.{SEED_PATH}", f"{_SEED_RULE}; search it with randint, choice or grid "
+                                    f"of whole numbers, got a {parameter.domain.kind} domain"))
+        elif bounds[0] < 0 or bounds[1] > MAX_TRAINING_SEED:
+            problems.append(Problem(f"search_space.{SEED_PATH}", f"{_SEED_RULE}; its {parameter.domain.kind} domain draws "
+                                    f"from {bounds[0]} to {bounds[1]}"))
+    return problems
+
+
+#: MLflow's own tracking stores (MLflow 3: ``mlflow/tracking/_tracking_service/utils.py``), by URI scheme:
+#: a plain path ("") or file:, Databricks, Unity Catalog, an http(s) server, and a database through
+#: SQLAlchemy (``postgresql+psycopg2://`` names a driver). A plugin may add more (below).
+_MLFLOW_SCHEMES = frozenset({"", "file", "http", "https", "databricks", "databricks-uc", "uc"})
+_MLFLOW_DATABASES = frozenset({"postgresql", "mysql", "sqlite", "mssql"})
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) URL with a host and a valid port, or None."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        return f"is not a URL ({exc}): {shorten(url)}"
+    if parts.scheme not in ("http", "https"):
+        return f"must be an http(s) URL, got {shorten(url)}"
+    if not parts.hostname:
+        return f"names no host: {shorten(url)}"
+    return None
+
+
+def tracking_uri_problem(uri: str) -> str | None:
+    """Why MLflow has no tracking store for ``uri``, or None. MLflow itself is not imported (a second of
+    start-up): its schemes are listed above, and a plugin's are read from the installed packages' entry
+    points only for a scheme not among them."""
+    try:
+        scheme = urlsplit(uri).scheme
+    except ValueError as exc:
+        return f"is not a URI ({exc}): {shorten(uri)}"
+    if len(scheme) == 1:  # C:\mlruns: a Windows drive, a plain path to MLflow
+        return None
+    if scheme in ("http", "https"):
+        return http_url_problem(uri)
+    database, plus, driver = scheme.partition("+")
+    if database in _MLFLOW_DATABASES and "+" not in driver and (driver or not plus):
+        return None
+    if scheme in _MLFLOW_SCHEMES:
+        return None
+    from importlib.metadata import entry_points
+
+    if scheme in {entry.name for entry in entry_points(group="mlflow.tracking_store")}:
+        return None
+    return (f"has the scheme {scheme!r}, which MLflow has no tracking store for; use a folder path, "
+            f"sqlite:///mlflow.db, postgresql://, mysql://, mssql://, http(s)://host:port or databricks; got {shorten(uri)}")
 
 
 def storage_problem(storage: str) -> str | None:
@@ -599,9 +752,78 @@ def storage_problem(storage: str) -> str | None:
     if "://" in storage:
         return (f"must be a folder path, not a URI (on a multi-node cluster, a shared filesystem such as NFS "
                 f"mounted at the same path on every node), got {shorten(storage)}")
-    if Path(storage).expanduser().is_file():
-        return f"is a file, not a folder: {shorten(storage)}"
+    return folder_problem(storage)
+
+
+#: Filesystems of the kernel's own (``/proc``, ``/sys``, ...) where no folder can be made or written.
+_KERNEL_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs", "pstore", "bpf",
+    "efivarfs", "fusectl", "binfmt_misc", "devpts", "mqueue", "autofs",
+})
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why ``folder`` is not a folder rlsweep can write in, and cannot be made one, or None. Creates nothing:
+    it walks up to the first ancestor that exists, which must be a writable folder (not a file, a device,
+    or a folder of the kernel's such as ``/proc``)."""
+    if "\0" in folder:
+        return f"is not a path (it holds a NUL character): {shorten(folder)}"
+    try:
+        path = Path(os.path.abspath(Path(folder).expanduser()))
+    except (RuntimeError, OSError) as exc:  # ~nosuchuser; a working directory that is gone
+        return f"is not a path this machine can resolve ({exc}): {shorten(folder)}"
+    existing = path
+    while True:
+        try:
+            mode = os.stat(existing).st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError):  # missing, or below a file: look further up
+            if existing.parent == existing:
+                return f"has no existing folder above it: {shorten(folder)}"
+            existing = existing.parent
+        except OSError as exc:  # a loop of symlinks, a name too long, a folder it may not look in
+            return f"cannot be used as a folder ({exc.strerror or exc}): {shorten(folder)}"
+    if not stat.S_ISDIR(mode):
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "a file")
+        if existing == path:
+            return f"is {kind}, not a folder: {shorten(folder)}"
+        return f"cannot be made: {shorten(str(existing))} above it is {kind}, not a folder (storage {shorten(folder)})"
+    filesystem = _filesystem_of(existing)
+    if filesystem in _KERNEL_FILESYSTEMS:
+        return (f"is on the kernel's {filesystem} filesystem ({shorten(str(existing))}), where no experiment "
+                f"folder can be written: {shorten(folder)}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        if existing == path:
+            return f"is a folder this user cannot write in: {shorten(folder)}"
+        return f"cannot be made: this user cannot write in {shorten(str(existing))} (storage {shorten(folder)})"
     return None
+
+
+_FILE_KINDS = {
+    stat.S_IFREG: "a file", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket",
+}
+
+
+def _filesystem_of(folder: Path) -> str | None:
+    """The type of the filesystem ``folder`` (resolved, existing) is on, from the mount table (Linux), or
+    None where there is none to read."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:  # not Linux: only the usual places of the kernel's filesystems
+        return next((name for root, name in (("/proc", "proc"), ("/sys", "sysfs"))
+                     if folder.resolve().is_relative_to(root)), None)
+    resolved, best, found = folder.resolve(), -1, None
+    for line in lines:
+        fields, _, after = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not after:
+            continue
+        # Mount points escape a space, tab, newline and backslash as octal (\040).
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
+        if resolved.is_relative_to(point) and len(point) > best:
+            best, found = len(point), after.split()[0]
+    return found
 
 
 def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
@@ -667,12 +889,17 @@ def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], s
                     f"sets one training seed, but seeds.per_trial is {seeds.per_trial}: each trial draws its "
                     "seeds from seeds.tuning; remove it, or set seeds.per_trial to 1",
                 ))
-    problems += _tracing_problems(values.get("tracing"), values.get("mlflow", MlflowSpec()))
-    problems += _curriculum_problems(values.get("curriculum"))
+    problems += _non_finite_problems(config, values.get("env_config", {}), space)
+    problems += _seed_problems(config, space)
+    mlflow = values.get("mlflow", MlflowSpec())
+    if mlflow is not None and (problem := tracking_uri_problem(mlflow.tracking_uri)):
+        problems.append(Problem("mlflow.tracking_uri", problem))
+    problems += _tracing_problems(values.get("tracing"), mlflow)
+    problems += _curriculum_problems(values.get("curriculum"), space)
     return problems
 
 
-def _curriculum_problems(curriculum: CurriculumSpec | None) -> list[Problem]:
+def _curriculum_problems(curriculum: CurriculumSpec | None, space: SearchSpace) -> list[Problem]:
     if curriculum is None:
         return []
     if (curriculum.fn is None) == (curriculum.schedule is None):
@@ -689,7 +916,63 @@ def _curriculum_problems(curriculum: CurriculumSpec | None) -> list[Problem]:
         steps = [start for start, _ in schedule]
         if any(b <= a for a, b in zip(steps, steps[1:])):
             return [Problem("curriculum.schedule", f"env steps must rise from entry to entry, got {steps}")]
+        return _searched_schedule_problems(schedule, space)
     return []
+
+
+#: A search-space path that sets a value of the curriculum's schedule: entry, then 0 (its env steps) or 1 (its task).
+_SCHEDULE_PARAMETER = re.compile(r"^curriculum\.schedule\.(\d+)\.([01])$")
+
+
+def _searched_schedule_problems(schedule: list[list[Any]], space: SearchSpace) -> list[Problem]:
+    """Every draw of the searched schedule values keeps the rules of a written schedule: whole env steps,
+    0 first, rising in the entries' order (each searched start's range between its neighbours'), and
+    tasks that are numbers or strings. (A path that names no entry is pre-flight's to refuse.)"""
+    searched = {}
+    for parameter in space:
+        match = _SCHEDULE_PARAMETER.match(parameter.path)
+        if match and int(match.group(1)) < len(schedule):
+            searched[int(match.group(1)), int(match.group(2))] = parameter
+    if not searched:
+        return []
+    problems = []
+    ranges: list[tuple[int, int] | None] = []
+    for i, (start, _) in enumerate(schedule):
+        parameter = searched.get((i, 0))
+        if parameter is None:
+            ranges.append((start, start))
+            continue
+        where, kind = f"search_space.{parameter.path}", parameter.domain.kind
+        bounds = whole_number_range(parameter.domain)
+        if bounds is None:
+            problems.append(Problem(where, f"entry {i}'s start is a whole number of env steps; search it with randint, "
+                                    f"choice or grid of whole numbers, got a {kind} domain"))
+            ranges.append(None)
+            continue
+        if parameter.when:  # inactive, the written start holds
+            bounds = (min(bounds[0], start), max(bounds[1], start))
+        if i == 0 and bounds != (0, 0):
+            problems.append(Problem(where, f"the schedule starts at 0 env steps (the task a trial starts on) in every "
+                                    f"draw, but this {kind} domain draws from {bounds[0]} to {bounds[1]}; search a later "
+                                    "entry's start instead"))
+        ranges.append(bounds)
+    for i in range(1, len(ranges)):
+        before, here = ranges[i - 1], ranges[i]
+        if before is None or here is None or here[0] > before[1]:
+            continue
+        parameter = searched.get((i, 0)) or searched[i - 1, 0]
+        span = lambda r: str(r[0]) if r[0] == r[1] else f"{r[0]} to {r[1]}"  # noqa: E731
+        problems.append(Problem(
+            f"search_space.{parameter.path}",
+            f"every draw must keep the schedule's env steps rising in its order, but entry {i - 1} starts at "
+            f"{span(before)} and entry {i} at {span(here)}; make the ranges follow one another",
+        ))
+    for (i, j), parameter in sorted(searched.items()):
+        odd = [v for v in drawn_values(parameter.domain) or () if isinstance(v, bool) or not isinstance(v, (int, float, str))]
+        if j == 1 and odd:
+            problems.append(Problem(f"search_space.{parameter.path}", f"a task is a number or a string, as in a written "
+                                    f"schedule; got {shorten(odd[0])}"))
+    return problems
 
 
 def _tracing_problems(tracing: TracingSpec | None, mlflow: MlflowSpec | None) -> list[Problem]:
@@ -720,8 +1003,11 @@ def _tracing_problems(tracing: TracingSpec | None, mlflow: MlflowSpec | None) ->
             "tracing", "names no receiver: set otlp_endpoint (e.g. http://127.0.0.1:4318), to: mlflow, or the "
             "OTEL_EXPORTER_OTLP_ENDPOINT environment variable",
         ))
-    if tracing.otlp_endpoint is not None and not tracing.otlp_endpoint.startswith(("http://", "https://")):
-        problems.append(Problem("tracing.otlp_endpoint", f"must be an http(s) URL (OTLP/HTTP), got {shorten(tracing.otlp_endpoint)}"))
+    if tracing.otlp_endpoint is not None and (problem := http_url_problem(tracing.otlp_endpoint)):
+        problems.append(Problem("tracing.otlp_endpoint", f"{problem} (an OTLP/HTTP receiver's URL)"))
+    elif tracing.otlp_endpoint is None and tracing.to is None and (url := otel.endpoint_from_environment()):
+        if problem := http_url_problem(url):
+            problems.append(Problem("tracing", f"the receiver from OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT {problem}"))
     return problems
 
 

@@ -538,10 +538,16 @@ _VALUES_MAY_BE_NULL = {"env_config", "config", "stop"}
 _CUSTOM = {"search_space", "policies"}
 
 
-def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Problem]]:
+def parse_spec(document: Mapping[str, Any], *, ran: bool = False) -> tuple[SweepSpec | None, list[Problem]]:
     """Check the document's shape and build a :class:`SweepSpec`; returns it (or None) and every problem.
 
     Each top-level section is checked on its own, so a problem in one hides none in another.
+
+    Args:
+        ran: The document of a sweep that already ran, read back (``status``, ``best``, ``export``): only
+            what reading it needs is checked. Whether it could run here (its storage folder on this machine,
+            its numbers, seeds and URIs under rules added since) is launching's concern: a sweep copied
+            from a cluster, or made by an older rlsweep, still reads.
     """
     problems: list[Problem] = []
     doc = dict(document)
@@ -581,7 +587,7 @@ def parse_spec(document: Mapping[str, Any]) -> tuple[SweepSpec | None, list[Prob
 
     space, space_problems = parse_search_space(doc.get("search_space"))
     problems += space_problems
-    problems += _cross_section_problems(doc, values, space)
+    problems += _cross_section_problems(doc, values, space, ran=ran)
     setups, policy_problems = _parse_policies(doc.get("policies"), space)
     problems += policy_problems
     if problems:
@@ -821,16 +827,18 @@ def _filesystem_of(folder: Path) -> str | None:
             continue
         # Mount points escape a space, tab, newline and backslash as octal (\040).
         point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
-        if resolved.is_relative_to(point) and len(point) > best:
+        if resolved.is_relative_to(point) and len(point) >= best:
             best, found = len(point), after.split()[0]
     return found
 
 
-def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
-    """Rules between sections, checked on whatever sections parsed."""
+def _cross_section_problems(
+    doc: Mapping[str, Any], values: Mapping[str, Any], space: SearchSpace, *, ran: bool = False
+) -> list[Problem]:
+    """Rules between sections, checked on whatever sections parsed (``ran``: see :func:`parse_spec`)."""
     problems = _numbers_read_as_text(doc)
     storage = values.get("storage")
-    if isinstance(storage, str) and (problem := storage_problem(storage)):
+    if not ran and isinstance(storage, str) and (problem := storage_problem(storage)):
         problems.append(Problem("storage", problem))
     name = values.get("name")
     if isinstance(name, str) and (not _NAME_RE.match(name) or ".." in name):
@@ -889,13 +897,15 @@ def _cross_section_problems(doc: Mapping[str, Any], values: Mapping[str, Any], s
                     f"sets one training seed, but seeds.per_trial is {seeds.per_trial}: each trial draws its "
                     "seeds from seeds.tuning; remove it, or set seeds.per_trial to 1",
                 ))
+    problems += _curriculum_problems(values.get("curriculum"), space)
+    if ran:
+        return problems
     problems += _non_finite_problems(config, values.get("env_config", {}), space)
     problems += _seed_problems(config, space)
     mlflow = values.get("mlflow", MlflowSpec())
     if mlflow is not None and (problem := tracking_uri_problem(mlflow.tracking_uri)):
         problems.append(Problem("mlflow.tracking_uri", problem))
     problems += _tracing_problems(values.get("tracing"), mlflow)
-    problems += _curriculum_problems(values.get("curriculum"), space)
     return problems
 
 

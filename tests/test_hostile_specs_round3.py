@@ -239,3 +239,34 @@ def test_every_draw_of_an_accepted_searched_schedule_starts_at_0_and_rises(domai
             values = getattr(domain, "values", None) or ((domain.value,) if hasattr(domain, "value") else (domain.low, domain.high))
             steps[entry] = rng.choice(values)
         assert steps[0] == 0 and all(b > a for a, b in zip(steps, steps[1:])), (domains, steps)
+
+
+def test_a_sweep_that_ran_elsewhere_or_under_older_rules_still_reads(tmp_path, capsys):
+    # Launching checks whether a spec can run here (its storage folder on this machine, its numbers); a
+    # sweep copied from a cluster, or made before a rule was added, is read back all the same.
+    from tests.experiments import new_experiment, write_trial
+
+    document = {**copy.deepcopy(TINY_SPEC), "storage": "/proc/cluster-scratch/results"}
+    document["config"]["training.vf_clip_param"] = math.inf
+    root = new_experiment(tmp_path / "exp", document)
+    write_trial(root, "aaa", [10, 20], config={"training.lr": 0.001})
+    assert cli.main(["status", str(root), "--json"]) == 0, capsys.readouterr().err
+    assert cli.main(["best", str(root), "--rule", "last", "--json"]) == 0, capsys.readouterr().err
+    with pytest.raises(SpecError, match="storage"):  # launching it here is refused
+        load_spec(document, preflight=False)
+
+
+def test_storage_on_an_automounted_share_is_the_share_not_autofs(tmp_path, monkeypatch):
+    # An autofs direct map: the autofs entry and the NFS share mounted over it have the same mount point,
+    # the share listed after; a folder there is on the share.
+    from pathlib import Path
+
+    from rlsweep import spec as spec_module
+
+    table = (f"30 1 0:5 / / rw - ext4 /dev/root rw\n"
+             f"40 30 0:50 / {tmp_path} rw - autofs systemd-1 rw\n"
+             f"41 40 0:51 / {tmp_path} rw - nfs4 server:/share rw\n")
+    real_read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: table if str(self) == "/proc/self/mountinfo" else real_read_text(self, *a, **k))
+    assert spec_module._filesystem_of(tmp_path) == "nfs4"
+    assert spec_module.folder_problem(str(tmp_path / "results")) is None

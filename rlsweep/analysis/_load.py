@@ -408,7 +408,7 @@ def load(path: str | Path) -> Sweep:
         # the file says now; resume refuses the same edit.
         log.warning("%s was edited (or removed) since the sweep ran; reading the sweep with the spec it ran with",
                     store.spec_file(root))
-    spec, problems = parse_spec(document)
+    spec, problems = parse_spec(document, ran=True)
     if spec is None:
         raise SweepError(f"{store.spec_file(root)}: " + "; ".join(str(p) for p in problems))
     return Sweep(root, spec, store.read_trials(root, budget_env_steps=spec.budget.env_steps), info)

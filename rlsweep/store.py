@@ -836,7 +836,8 @@ def _read_trial(
             status = status or ERROR
         failures = max(failures, text.count(FAILURE_HEADING))
     if status is None:
-        done = bool(rows) and (rows[-1].get(DONE_KEY) or env_steps(rows[-1]) >= budget_env_steps)
+        # A diverged trial ends at the row that says so, as Tune's done does.
+        done = bool(rows) and (rows[-1].get(DONE_KEY) or rows[-1].get(DIVERGED) or env_steps(rows[-1]) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
     try:
         settings = _read_json(trial_dir / TRIAL_FILE)

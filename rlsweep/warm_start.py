@@ -180,7 +180,10 @@ def previous_trials(directory: Path, space: SearchSpace, metric: str, mode: str,
     except SweepError as exc:
         raise SpecError(f"cannot read {str(directory)!r}: {exc}", WHERE) from None
     for trial in trials:
-        values = [v for v in trial.values(metric) if math.isfinite(v)]
+        # A diverged trial's last row was measured while its loss blew up: it is told as pruned at the value
+        # before, as the sweep's own Optuna searcher was told it.
+        rows = trial.values(metric)[:-1] if trial.diverged else trial.values(metric)
+        values = [v for v in rows if math.isfinite(v)]
         if trial.state in (store.MISSING, store.UNREADABLE):
             skipped.append(f"{trial.trial_id}: {trial.state.lower()} ({trial.damage[0] if trial.damage else 'unreadable'})")
             continue
@@ -192,7 +195,7 @@ def previous_trials(directory: Path, space: SearchSpace, metric: str, mode: str,
         if point_problems(space, [config]):
             skipped.append(f"{trial.trial_id}: its config is not a point of this search space")
             continue
-        evaluated.append(Evaluated(config=config, value=values[-1], pruned=trial.env_steps < budget_env_steps,
+        evaluated.append(Evaluated(config=config, value=values[-1], pruned=trial.env_steps < budget_env_steps or bool(trial.diverged),
                                    intermediate=tuple(values)))
     if not evaluated:
         raise SpecError(

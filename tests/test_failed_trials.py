@@ -136,3 +136,31 @@ def test_optuna_is_told_a_diverged_trial_as_pruned_and_each_step_once(recwarn):
     assert (done[0].state, done[0].value, done[0].intermediate_values) == (optuna.trial.TrialState.COMPLETE, 30.0, {1: 10.0, 2: 20.0})
     assert (done[1].state, done[1].value, done[1].intermediate_values) == (optuna.trial.TrialState.PRUNED, 20.0, {1: 10.0, 2: 20.0})
     assert [str(w.message) for w in recwarn if "already reported" in str(w.message)] == []
+
+
+def test_without_tunes_state_a_diverged_trial_reads_as_ended_not_running(tmp_path):
+    # Tune's experiment state is written now and then; read before it lists the trial, the diverged row
+    # itself says the trial ended (else resume would take it for unfinished).
+    from rlsweep.analysis import load
+
+    root = _sweep(tmp_path / "exp")
+    next(root.glob("experiment_state-*")).unlink()
+    sweep = load(root)
+    assert {t.trial_id: t.state for t in sweep.trials}["bbb"] == store.TERMINATED
+    assert "bbb" not in sweep.unfinished()
+
+
+def test_a_held_out_seed_that_diverged_is_missing_not_scored():
+    from rlsweep.analysis._confirm import ConfirmationPlan, scores_from
+
+    def trial(seed, rows):
+        return store.Trial(trial_id=f"t{seed}", path=Path("/x"), config={store.CANDIDATE_KEY: "aaa", store.TEST_SEED_KEY: seed},
+                           rows=tuple(rows), state=store.TERMINATED)
+
+    evaluated = {"env_steps": 2000, "eval_return_mean": 80.0}
+    diverged = {"env_steps": 4000, DIVERGED: "p/total_loss=nan"}  # its last row reaches the budget
+    plan = ConfirmationPlan(candidates=("aaa",), configs={"aaa": {}}, tuning_values={"aaa": 1.0}, tuning_seeds={"aaa": [0]},
+                            test_seeds=(1, 2), rule="last", metric="return_mean", episodes=5)
+    scores, missing = scores_from([trial(1, [evaluated, {**evaluated, "env_steps": 4000}]), trial(2, [evaluated, diverged])], plan, 4000)
+    assert scores == {"aaa": {1: 80.0}}
+    assert missing == {"aaa": ["seed 2: diverged at 4000 env steps (p/total_loss=nan)"]}

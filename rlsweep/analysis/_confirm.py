@@ -376,6 +376,8 @@ def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: i
         values = [v for v in trial.values(CONFIRM_METRIC) if not math.isnan(v)]
         if trial.state == store.ERROR:
             missing[candidate].append(f"seed {seed}: errored ({trial.path / store.ERROR_FILE})")
+        elif trial.diverged:  # its last row may reach the budget; an earlier evaluation is no final score
+            missing[candidate].append(f"seed {seed}: diverged at {trial.env_steps} env steps ({trial.diverged})")
         elif trial.env_steps < budget or not values:
             missing[candidate].append(f"seed {seed}: {trial.state} at {trial.env_steps} env steps")
         else:

@@ -224,13 +224,26 @@ def sweep_key(client: MlflowClient, experiment: str, sweep_id: str, path: Path, 
     origin = parents[0].data.tags.get(PATH_TAG) if parents else recorded_path
     if not origin or Path(origin) == path:
         return sweep_id, None
-    if _holds_sweep(Path(origin), sweep_id):
+    # A copy, unless the origin is gone: where it is there but cannot be read here (not mounted, no
+    # permission), it may well be the original, so the runs logged from it are left alone.
+    if _holds_sweep(Path(origin), sweep_id) or _present(Path(origin)):
         key = f"{sweep_id}-copy-{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
         return key, (f"{path} is a copy of the sweep at {origin} (both have sweep id {sweep_id}): logged as a parent run "
                      f"of its own (tag {COPY_OF_TAG}={sweep_id}); the original's runs are left as they are")
     for parent in parents:
         client.set_tag(parent.info.run_id, PATH_TAG, str(path))
     return sweep_id, f"the sweep moved from {origin} to {path}: its MLflow runs now point here"
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path`` (or cannot be told: a folder above it that may not be looked in)."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _holds_sweep(path: Path, sweep_id: str) -> bool:

@@ -50,7 +50,7 @@ def estimate_reading(spec: SweepSpec, draw: Mapping[str, Any]) -> MemoryReading 
     if spec.algorithm not in ALGORITHMS or ":" in spec.env or spec.seeds.per_trial != 1 or spec.curriculum is not None:
         return None
     config = _config(spec, draw)
-    if config is None or config.is_multi_agent:
+    if config is None or config.is_multi_agent or _uncovered(config):
         return None
     model = _model(config)
     if model is None:
@@ -79,6 +79,19 @@ def estimate_reading(spec: SweepSpec, draw: Mapping[str, Any]) -> MemoryReading 
         learner_mb=(REMOTE_MB + network + batch_mb,) * learners,
         replay_mb=replay,
         estimated=True,
+    )
+
+
+def _uncovered(config: Any) -> bool:
+    """Settings whose memory the bound does not count: GPUs (CUDA's libraries and context take 1-2 GB of the
+    host's memory per process), envs in subprocesses of their own, aggregator actors, and evaluation runners
+    that vectorize envs of their own."""
+    gpus = [getattr(config, name, 0) or 0 for name in ("num_gpus", "num_gpus_per_learner", "num_gpus_per_env_runner")]
+    return (
+        any(float(g) > 0 for g in gpus)
+        or str(getattr(config, "gym_env_vectorize_mode", "SYNC")).upper().endswith("ASYNC")
+        or int(getattr(config, "num_aggregator_actors_per_learner", 0) or 0) > 0
+        or bool(getattr(config, "remote_worker_envs", False))
     )
 
 

@@ -4,7 +4,7 @@ on the same versions and machine.
 
 A reading is kept under a key of everything that shapes a trial's memory: the spec (less what does not:
 its name, searcher, scheduler, metric, stop rules, storage, MLflow and tracing settings, how many trials
-and how many at once), the corner measured, the source of an env module of the user's own, the versions of
+and how many at once; not the Ray address, so a cluster's reading is not a local one's), the corner measured, the source of an env module of the user's own, the versions of
 rlsweep and the stack, and the machine. A change to any of them measures again; so does a reading older
 than :data:`MAX_AGE_S`. Where the cache cannot be read or written, the trial is measured as before.
 """
@@ -52,8 +52,6 @@ def reading_key(spec: SweepSpec, draw: Mapping[str, Any]) -> str:
     document = {k: v for k, v in spec.document.items() if k not in _NOT_MEMORY}
     if isinstance(document.get("budget"), Mapping):
         document["budget"] = {k: v for k, v in document["budget"].items() if k not in _NOT_MEMORY_BUDGET}
-    if isinstance(document.get("ray"), Mapping):
-        document["ray"] = {k: v for k, v in document["ray"].items() if k != "address"}
     facts = {
         "spec": document,
         "draw": dict(draw),
@@ -66,14 +64,14 @@ def reading_key(spec: SweepSpec, draw: Mapping[str, Any]) -> str:
 
 def cached_reading(spec: SweepSpec, draw: Mapping[str, Any], *, now: float | None = None) -> MemoryReading | None:
     """The reading kept for this spec's trial at ``draw``, or None (none kept, too old, or unreadable)."""
-    path = cache_dir() / f"{reading_key(spec, draw)}.json"
     try:
+        path = cache_dir() / f"{reading_key(spec, draw)}.json"
         if not path.is_file():
             return None
         kept = json.loads(path.read_text())
         reading = MemoryReading.from_dict(kept["reading"])
         measured = _dt.datetime.fromisoformat(kept["measured_at"]).timestamp()
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):  # RuntimeError: no home folder to keep it in
         return None
     age = (now if now is not None else _dt.datetime.now().timestamp()) - measured
     if not 0 <= age <= MAX_AGE_S or reading.main_mb <= 0:
@@ -83,14 +81,14 @@ def cached_reading(spec: SweepSpec, draw: Mapping[str, Any], *, now: float | Non
 
 def remember_reading(spec: SweepSpec, draw: Mapping[str, Any], reading: MemoryReading) -> None:
     """Keep ``reading`` for the next command that measures this trial (written whole or not at all)."""
-    directory = cache_dir()
     entry = {"measured_at": _dt.datetime.now().isoformat(timespec="seconds"), "reading": reading.as_dict()}
     try:
+        directory = cache_dir()
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as out:
             json.dump(entry, out, default=repr)
         Path(out.name).replace(directory / f"{reading_key(spec, draw)}.json")
-    except OSError:  # a cache that cannot be written: the next command measures again
+    except (OSError, RuntimeError):  # a cache that cannot be written (or no home): the next command measures again
         with contextlib.suppress(OSError, NameError):
             Path(out.name).unlink(missing_ok=True)
 

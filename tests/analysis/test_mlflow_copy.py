@@ -155,3 +155,16 @@ def test_the_first_export_to_a_new_sqlite_store_says_nothing_of_mlflows_tables(t
     out, err = capfd.readouterr()
     assert code == 0, err
     assert "database tables" not in out + err and "INFO" not in out + err, err
+
+
+def test_a_copy_whose_original_cannot_be_read_here_leaves_the_original_alone(tmp_path, capsys, caplog, exported):
+    # The original is there but unreadable from here (a disk not mounted the same way, no permission): the
+    # folder being exported may be a copy, so it is not taken for the original moved.
+    original, uri = exported
+    before = _state(uri)
+    copy = tmp_path / "exp-copy"
+    shutil.copytree(original, copy)
+    (original / store.SWEEP_FILE).write_text("unreadable")
+    assert _export(capsys, copy, uri)[0] == 0
+    after = _state(uri)
+    assert {k: after[k] for k in before} == before and len(after) > len(before)

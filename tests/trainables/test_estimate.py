@@ -43,8 +43,10 @@ def test_the_bound_is_above_every_measured_trials_peak(case):
         {"config": {"rl_module.model_config": {"use_lstm": True}}},
         {"seeds": {"per_trial": 2}},
         {"env": "NoSuchEnv-v9"},
+        {"config": {"learners.num_gpus_per_learner": 1}},  # CUDA's context alone is 1-2 GB of host memory
+        {"config": {"env_runners.gym_env_vectorize_mode": "ASYNC"}},  # a process per env
     ],
-    ids=["own env", "lstm", "two seeds", "unknown env"],
+    ids=["own env", "lstm", "two seeds", "unknown env", "a GPU", "async envs"],
 )
 def test_what_it_cannot_bound_is_measured(change):
     assert _estimate({**copy.deepcopy(TINY_SPEC), **change}) is None

@@ -60,6 +60,7 @@ def test_a_reading_is_reused_for_the_same_trial_and_says_when_it_was_measured():
         {"budget__env_steps": 8000},  # an off-policy trial's replay buffer grows with it
         {"search_space__rl_module.model_config.fcnet_hiddens": {"choice": [[16], [256, 256]]}},
         {"seeds__per_trial": 2},
+        {"ray__address": "auto"},  # a cluster's nodes, not this machine
     ],
     ids=lambda c: next(iter(c)),
 )

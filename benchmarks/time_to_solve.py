@@ -374,6 +374,7 @@ def main() -> None:
             run_zoo(task, args.seed, launch, args.result, args.storage, args.cap_s)
         return
 
+    measured = commit()  # at the start: the tree may change while the sides run
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="time-to-solve-") as tmp:
         for index, seed in enumerate(args.seeds):
@@ -418,7 +419,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({
         "date": dt.datetime.now().isoformat(timespec="seconds"),
-        "commit": commit(),
+        "commit": measured,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "versions": versions(),
         "setup": {"task": args.task, **asdict(task), "concurrency": CONCURRENCY, "eval_episodes": EVAL_EPISODES,

@@ -160,6 +160,19 @@ class GarbledFile(SweepError):
 _ABSENT = object()
 
 
+def _json_noting(path: Path, damage: list[str]) -> Any:
+    """The JSON value in ``path``, or None where there is none or it is garbled; a file there that cannot be
+    read at all (a folder, a FIFO) is named in ``damage``."""
+    try:
+        value = _read_json(path)
+    except UnreadableFile as exc:
+        damage.append(str(exc))
+        return None
+    except GarbledFile:
+        return None
+    return None if value is _ABSENT else value
+
+
 def _read_json(path: Path) -> Any:
     """The JSON value in ``path``; ``_ABSENT`` where there is no file.
 
@@ -811,13 +824,7 @@ def _read_trial(
     # the first one).
     config = rows[-1].get(CONFIG_KEY) if rows else None
     if not isinstance(config, Mapping):
-        try:
-            params = _read_json(trial_dir / PARAMS_FILE)
-        except UnreadableFile as exc:
-            damage.append(str(exc))
-            params = None
-        except GarbledFile:
-            params = None
+        params = _json_noting(trial_dir / PARAMS_FILE, damage)
         config = params if isinstance(params, dict) else (entry.config if entry is not None and entry.config else {})
     first_id = rows[0].get(TRIAL_ID_KEY) if rows else None
     trial_id = trial_id or (first_id if isinstance(first_id, str) and first_id else _trial_id_from_dirname(trial_dir.name))
@@ -839,13 +846,7 @@ def _read_trial(
         # A diverged trial ends at the row that says so, as Tune's done does.
         done = bool(rows) and (rows[-1].get(DONE_KEY) or rows[-1].get(DIVERGED) or env_steps(rows[-1]) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
-    try:
-        settings = _read_json(trial_dir / TRIAL_FILE)
-    except UnreadableFile as exc:
-        damage.append(str(exc))
-        settings = None
-    except GarbledFile:
-        settings = None
+    settings = _json_noting(trial_dir / TRIAL_FILE, damage)
     checkpoints = _checkpoints(trial_dir, damage)
     return Trial(
         trial_id=trial_id,
@@ -937,14 +938,12 @@ def last_error_line(path: Path, limit: int = 300) -> str | None:
     """The last line of the latest failure Tune appended to an ``error.txt`` (the exception, without its
     traceback), or None where there is no readable one."""
     try:
-        if not path.is_file():  # a folder or a FIFO is no error file (and a FIFO would block the reader)
-            return None
-        with open(path, "rb") as handle:
-            handle.seek(max(0, handle.seek(0, 2) - 64 * 1024))
-            tail = handle.read().decode(errors="replace")
-    except OSError:
+        data = read_bytes(path)  # a folder or a FIFO is no error file (and a FIFO would block the reader)
+    except UnreadableFile:
         return None
-    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    if data is None:
+        return None
+    lines = [line.strip() for line in data[-64 * 1024 :].decode(errors="replace").splitlines() if line.strip()]
     if not lines:
         return None
     return lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 3] + "..."

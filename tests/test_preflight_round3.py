@@ -6,7 +6,9 @@ Ray, never a traceback, a silent exit 0 or "valid". Runs ``rlsweep.cli.main`` in
 from __future__ import annotations
 
 import copy
+import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +89,19 @@ MODULES = {
 
 
 @pytest.fixture
-def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = tmp_path / "modules"
     folder.mkdir()
     for name, text in MODULES.items():
         (folder / f"{name}.py").write_text(textwrap.dedent(text).lstrip())
     monkeypatch.syspath_prepend(str(folder))
-    return folder
+    # Each test imports them afresh: a property test sets r3_fns.VALUE and .ERROR, which an imported module
+    # would carry into the next test (the result then depended on the order the tests ran in).
+    for name in MODULES:
+        sys.modules.pop(name, None)
+    yield folder
+    for name in MODULES:
+        sys.modules.pop(name, None)
 
 
 def _validate(tmp_path: Path, capsys: pytest.CaptureFixture, **changes: Any) -> tuple[int, dict[str, str], str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shlex
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,29 @@ def test_trial_seeds_follow_the_base_and_index_within_the_range():
     assert seeds == [trial_seed(0, index, 10, 20) for index in range(200)]
     assert set(seeds) == set(range(10, 21))  # every seed of the range is drawn, none outside it
     assert seeds != [trial_seed(1, index, 10, 20) for index in range(200)]
+
+
+def test_the_seeds_a_sweep_draws_are_the_same_in_every_release():
+    # A sweep's recorded seeds must reproduce: the draws are pinned, not only consistent within a run.
+    from rlsweep.seeds import seed_base, trial_seeds
+
+    assert trial_seed(0, 0, 0, 2**31 - 1) == 821328062
+    assert trial_seed(12345, 3, 100, 199) == 150
+    assert trial_seeds(7, 2, 0, 2**31 - 1, 4) == [1009178997, 1060258595, 957986155, 2086489817]
+    assert (seed_base(None, "abc"), seed_base(5, "abc")) == (891568578, 5)  # crc32 of the sweep id, else the seed
+    # n distinct seeds must fit in low..high, also where the range does not start at 0.
+    assert sorted(trial_seeds(1, 0, 10, 12, 3)) == [10, 11, 12]
+    with pytest.raises(ValueError, match="4 distinct seeds do not fit in 10..12"):
+        trial_seeds(1, 0, 10, 12, 4)
+
+
+@pytest.mark.parametrize("how", ["mean", "median", "iqm", "min"])
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_any_seed_without_a_value_yet_makes_the_aggregate_nan(how, mode):
+    from rlsweep.seeds import aggregate
+
+    assert math.isnan(aggregate([1.0, math.nan, 3.0], how, mode))  # min() alone would skip the NaN
+    assert math.isnan(aggregate([], how, mode))
 
 
 @pytest.mark.parametrize("tuning", [[5, 3], [5], [-1, 4]])

@@ -112,6 +112,7 @@ def test_the_seeds_a_sweep_draws_are_the_same_in_every_release():
     assert trial_seed(0, 0, 0, 2**31 - 1) == 821328062
     assert trial_seed(12345, 3, 100, 199) == 150
     assert trial_seeds(7, 2, 0, 2**31 - 1, 4) == [1009178997, 1060258595, 957986155, 2086489817]
+    assert trial_seeds(7, 2, 100, 199, 4) == [137, 167, 187, 121]  # a range of no power of 2 uses every bit of a draw
     assert (seed_base(None, "abc"), seed_base(5, "abc")) == (891568578, 5)  # crc32 of the sweep id, else the seed
     # n distinct seeds must fit in low..high, also where the range does not start at 0.
     assert sorted(trial_seeds(1, 0, 10, 12, 3)) == [10, 11, 12]

@@ -66,3 +66,20 @@ def test_nothing_finite_scores_nan():
 def test_a_checkpoint_under_max_is_scored_by_its_own_report():
     assert SelectionRule.parse("max").at_checkpoint() == SelectionRule("last")
     assert SelectionRule.parse("avg-last-3").at_checkpoint() == SelectionRule("avg-last", 3)
+
+
+def test_best_as_json_holds_every_field_a_script_reads():
+    # `rlsweep best --json` prints this: each key with its value, the checkpoint as a path string or null.
+    from pathlib import Path
+
+    from rlsweep.analysis._rules import Best
+
+    best = Best(trial_id="t1", config={"training.lr": 0.01}, metric="return_mean", mode="max", rule="avg-last-3",
+                value=42.5, env_steps=3000, checkpoint=Path("/x/checkpoint_000002"), checkpoint_value=44.0,
+                checkpoint_env_steps=2000)
+    assert best.to_dict() == {
+        "trial_id": "t1", "config": {"training.lr": 0.01}, "metric": "return_mean", "mode": "max", "rule": "avg-last-3",
+        "value": 42.5, "env_steps": 3000, "checkpoint": "/x/checkpoint_000002", "checkpoint_value": 44.0,
+        "checkpoint_env_steps": 2000,
+    }
+    assert Best(**{**best.__dict__, "checkpoint": None}).to_dict()["checkpoint"] is None

@@ -10,7 +10,8 @@ Every error rlsweep raises on purpose derives from :class:`RlsweepError`:
   problem; the CLI exits 2 for it as for a spec error).
 - :class:`SweepError`: a sweep could not be run, resumed or read; :class:`ExportError` an MLflow export
   that stopped part-way.
-- :class:`TrialError`: raised inside a trial; :class:`NonFiniteLossError` a loss that went NaN or infinite.
+- :class:`TrialError`: raised inside a trial (:class:`NonFiniteLossError` is no longer raised: a trial
+  whose config diverges ends with a last row saying so, ``metrics.DIVERGED``).
 """
 
 from __future__ import annotations
@@ -118,7 +119,9 @@ class TrialError(RlsweepError):
 
 
 class NonFiniteLossError(TrialError):
-    """A learner reported a NaN or infinite loss."""
+    """A learner reported a NaN or infinite loss. Kept for code that catches it; rlsweep no longer raises
+    it, since a diverging config is the config's result, not a fault to retry: its trial ends at a row
+    with ``diverged`` naming the losses (:data:`rlsweep.metrics.DIVERGED`)."""
 
 
 __all__ = [

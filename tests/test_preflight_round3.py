@@ -262,3 +262,20 @@ def test_whatever_a_curriculum_function_raises_is_one_line_at_curriculum_fn(modu
     said = problems["curriculum.fn"]
     assert (f"called sys.exit({exit_code!r})" if exits else f"raised {error.__name__}") in said
     assert "\n" not in said and len(said) < 1000
+
+
+@pytest.mark.parametrize(
+    ("metric", "refused"),
+    [
+        ("rllib/env_runners/episode_return_meen", "did you mean 'rllib/env_runners/episode_return_mean'?"),
+        ("rllib/env_runners/episode_return_mean", None),
+        ("rllib/learners/default_policy/vf_explained_var", None),
+        ("rllib/my_callback/steps_to_goal", None),  # a callback's own metric: checked at the first result
+    ],
+)
+def test_an_rllib_metric_key_one_typo_from_rllibs_own_is_refused_at_validate(tmp_path, capsys, metric, refused):
+    code, problems, out = _validate(tmp_path, capsys, metric={"name": metric, "mode": "max"})
+    if refused is None:
+        assert code == EXIT_OK, problems
+    else:
+        assert code == EXIT_INVALID and refused in problems["metric.name"] and "valid (" not in out

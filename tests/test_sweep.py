@@ -51,19 +51,20 @@ def test_validate_and_a_sweep_leave_nothing_in_home(tmp_path):
 
 @pytest.mark.slow
 def test_a_metric_key_the_algorithm_does_not_report_ends_the_sweep_as_a_spec_error(tmp_path):
-    """It can only be known from the first result; it is the spec's error (exit 2), not a trial failure to
-    retry on every trial."""
+    """It can only be known from the first result (a key one typo from RLlib's own is refused at validate:
+    tests/test_preflight_round3.py); it is the spec's error (exit 2), not a trial failure to retry on every
+    trial. Here RLlib's old name, episode_reward_mean."""
     spec = tmp_path / "spec.yaml"
     document = {**TINY_SPEC, "storage": str(tmp_path / "results"), "mlflow": None, "scheduler": "fifo",
                 "budget": {"env_steps": 2000, "trials": 4, "max_concurrent": 1}, "failure": {"max_retries": 2},
-                "metric": {"name": "rllib/env_runners/episode_return_meen", "mode": "max"}}
+                "metric": {"name": "rllib/env_runners/episode_reward_mean", "mode": "max"}}
     spec.write_text(yaml.safe_dump(document))
     done = subprocess.run(
         [sys.executable, "-m", "rlsweep.cli", "run", str(spec), "--quiet", "--set", "ray.num_cpus=2"],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600, start_new_session=True,
     )
     assert done.returncode == 2, done.stderr[-3000:]
-    assert "metric.name: 'rllib/env_runners/episode_return_meen' is not in PPO's results" in done.stderr
+    assert "metric.name: 'rllib/env_runners/episode_reward_mean' is not in PPO's results" in done.stderr
     assert "rllib/env_runners/episode_return_mean" in done.stderr  # the close match
     trials = list((tmp_path / "results" / "tiny").glob("train_*"))
     assert 1 <= len(trials) < 4, "the sweep went on after the first trial found the spec wrong"

@@ -94,9 +94,40 @@ def _paths_named_in(message: str, settings: Mapping[str, Any], spec: SweepSpec) 
     return named
 
 
+#: How alike an ``rllib/...`` key's last part must be to a key RLlib names to be taken for a typo of it.
+NEAR_MISS = 0.9
+
+
+def rllib_key_problems(spec: SweepSpec) -> list[Problem]:
+    """``metric`` and ``stop`` keys under ``rllib/`` whose last part misses a key RLlib names (its metric
+    constants, and the keys rows keep by default) by a typo: the sweep would end at its first result saying
+    so. Which keys an algorithm reports is only known from a result (they hold module ids and callbacks'
+    metrics), so a key of no likeness to RLlib's is left for the first result to check."""
+    import difflib
+
+    from ray.rllib.utils import metrics as rllib_metrics
+
+    from rlsweep.metrics import RLLIB_PREFIX
+    from rlsweep.spec import DEFAULT_RLLIB_KEYS
+
+    known = {v for k, v in vars(rllib_metrics).items() if k.isupper() and isinstance(v, str)}
+    known |= {part for key in DEFAULT_RLLIB_KEYS for part in key.split("/") if "*" not in part}
+    problems = []
+    for path, key in (("metric.name", spec.metric.name), *((f"stop.{k}", k) for k in spec.stop)):
+        if not key.startswith(RLLIB_PREFIX):
+            continue
+        leaf = key.rsplit("/", 1)[-1]
+        if leaf in known:
+            continue
+        if close := difflib.get_close_matches(leaf, known, n=1, cutoff=NEAR_MISS):
+            meant = key[: len(key) - len(leaf)] + close[0]
+            problems.append(Problem(path, f"{key!r} is not a key RLlib reports; did you mean {meant!r}?"))
+    return problems
+
+
 def static_problems(spec: SweepSpec) -> list[Problem]:
     """Problems found without a Ray runtime. Never raises."""
-    problems: list[Problem] = []
+    problems: list[Problem] = rllib_key_problems(spec)
     names = algorithm_names()
     if spec.algorithm not in names:
         return [Problem("algorithm", f"unknown RLlib algorithm {spec.algorithm!r}; expected one of {names}")]

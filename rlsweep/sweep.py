@@ -31,6 +31,7 @@ from rlsweep.spec import SweepSpec, read_document
 from rlsweep.trainables import (
     MemoryFit,
     MemoryReading,
+    far_below,
     make_confirmation_trainable,
     make_trainable,
     memory_fit,
@@ -344,29 +345,32 @@ def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
     """
     if not spec.ray.memory_check:
         return None
-    import ray
-
-    from rlsweep.trainables import far_below
-
-    nodes, by_cpus = node_memory_mb(), math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
+    nodes, by_cpus = _room(trial_cpus)
     reading = reading_for(
         spec, "search_space" if len(spec.search_space) else "config",
         room=lambda estimate: far_below(estimate, nodes, by_cpus, spec.budget.max_concurrent),
     )
-    return check_reading(spec, reading, trial_cpus)
+    return check_reading(spec, reading, trial_cpus, (nodes, by_cpus))
 
 
-def check_reading(spec: SweepSpec, reading: MemoryReading, trial_cpus: float) -> MemoryFit:
+def _room(trial_cpus: float) -> tuple[list[float], int]:
+    """The memory Ray offers trials on each live node, and how many trials of ``trial_cpus`` its CPUs hold."""
+    import ray
+
+    return node_memory_mb(), math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
+
+
+def check_reading(
+    spec: SweepSpec, reading: MemoryReading, trial_cpus: float, room: tuple[list[float], int] | None = None
+) -> MemoryFit:
     """What the cluster this process joined allows for trials of ``reading``'s size (a resumed sweep's is
-    the one it recorded: the cluster may be another now).
+    the one it recorded: the cluster may be another now). ``room``: :func:`_room`, where just read.
 
     Raises:
         IncompatibleError: one trial fits no node, or ``budget.max_concurrent`` trials do not fit.
     """
-    import ray
-
-    by_cpus = math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
-    found, problems = memory_fit(reading, node_memory_mb(), by_cpus, spec.budget.max_concurrent, spec.search_space.paths)
+    nodes, by_cpus = room if room is not None else _room(trial_cpus)
+    found, problems = memory_fit(reading, nodes, by_cpus, spec.budget.max_concurrent, spec.search_space.paths)
     if problems:
         raise IncompatibleError(problems)
     return found

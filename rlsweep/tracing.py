@@ -222,8 +222,8 @@ class Tracer:
         self.provider = TracerProvider(
             resource=Resource.create({"service.name": target.service_name}), id_generator=self.ids
         )
-        exporter = OTLPSpanExporter(endpoint=target.endpoint, headers=dict(target.headers), timeout=10)
-        self.provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+        exporter = OTLPSpanExporter(endpoint=target.endpoint, headers=dict(target.headers), timeout=EXPORT_TIMEOUT_S)
+        self.provider.add_span_processor(BatchSpanProcessor(PausingExporter(exporter), schedule_delay_millis=1000))
         self.tracer = self.provider.get_tracer("rlsweep")
         self._stack: list[Any] = []
 
@@ -275,6 +275,50 @@ class Tracer:
 
     def close(self) -> None:
         self.provider.shutdown()
+
+
+#: How long one export may take (the OTLP exporter retries within it), and how long nothing is sent after one
+#: failed: a trial flushes its spans before every report, so a collector that is down would otherwise hold
+#: every report of every trial for the whole timeout.
+EXPORT_TIMEOUT_S = 5
+PAUSE_AFTER_FAILURE_S = 60.0
+
+
+class PausingExporter:
+    """Wraps a span exporter: after an export fails, spans are dropped for ``pause_s`` instead of being sent
+    (each send would wait out the exporter's timeout again), with one warning per pause. A trace with a gap
+    is worth less than a sweep that runs at its own speed."""
+
+    def __init__(self, inner: Any, pause_s: float = PAUSE_AFTER_FAILURE_S, clock: Any = time.monotonic) -> None:
+        self.inner, self.pause_s, self.clock = inner, pause_s, clock
+        self.paused_until = float("-inf")
+        self.dropped = 0
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        if self.clock() < self.paused_until:
+            self.dropped += len(spans)
+            return SpanExportResult.FAILURE
+        try:
+            result = self.inner.export(spans)
+        except Exception:  # an exporter that raises instead of returning FAILURE
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self.paused_until = self.clock() + self.pause_s
+            import logging
+
+            logging.getLogger("rlsweep.tracing").warning(
+                "could not send %d span(s) to %s; spans are dropped for the next %.0f s",
+                len(spans), getattr(self.inner, "_endpoint", "the OTLP endpoint"), self.pause_s,
+            )
+        return result
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.clock() < self.paused_until or bool(self.inner.force_flush(timeout_millis))
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
 
 
 class TrialTracer(Tracer):

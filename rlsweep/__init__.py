@@ -49,8 +49,9 @@ __all__ = [
 ]
 
 
-def run(spec: SweepSpec, **kwargs: Any) -> SweepResult:
-    """Run a sweep, pick its best trial and log it to MLflow; see :func:`rlsweep.api.run`."""
+def run(spec: Any, **kwargs: Any) -> SweepResult:
+    """Run a sweep (a :class:`SweepSpec`, or a spec file or document, checked while Ray starts), pick its
+    best trial and log it to MLflow; see :func:`rlsweep.api.run`."""
     from rlsweep.api import run as _run
 
     return _run(spec, **kwargs)

@@ -7,6 +7,7 @@ Each function composes the stages: :mod:`rlsweep.sweep` runs trials into the exp
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,29 @@ def _finish(spec: SweepSpec, path: Path, errored: int) -> SweepResult:
     )
 
 
+def load_beside_ray(
+    source: str | Path | Mapping[str, Any], overrides: Sequence[str] = (), *, address: str | None = None
+) -> SweepSpec:
+    """:func:`rlsweep.load_spec` for a sweep about to run: Ray starts (or is joined) while the pre-flight runs,
+    instead of after it, since a sweep needs both. A refused spec leaves no runtime behind that this
+    started.
+
+    Raises:
+        SpecError: with every problem found (Ray's own error only if the spec has none).
+    """
+    from rlsweep.validate import load_spec
+
+    was_running = sweep.ray_running()
+    try:
+        return load_spec(source, overrides, beside=lambda spec: sweep.ensure_ray(spec, address))
+    except BaseException:
+        if not was_running:
+            sweep.stop_ray()
+        raise
+
+
 def run(
-    spec: SweepSpec,
+    spec: SweepSpec | str | Path | Mapping[str, Any],
     *,
     storage: str | None = None,
     address: str | None = None,
@@ -83,10 +105,11 @@ def run(
     stopper: Any = None,
     progress: str | None = None,
 ) -> SweepResult:
-    """Run a validated sweep to the end, pick the best trial, and export it to MLflow if the spec says so.
+    """Run a sweep to the end, pick the best trial, and export it to MLflow if the spec says so.
 
     Args:
-        spec: From :func:`rlsweep.load_spec`.
+        spec: From :func:`rlsweep.load_spec`; or a spec file or document, validated here while Ray starts
+            (:func:`load_beside_ray`), so the first trial starts sooner.
         storage: Overrides ``spec.storage``.
         address: Overrides ``spec.ray.address`` (``"auto"``, ``"ray://..."``).
         verbose: 0 prints nothing; 1 shows the sweep's progress (a live view on a terminal, plain lines at a
@@ -100,6 +123,8 @@ def run(
         IncompatibleError: A trial cannot fit the cluster.
     """
     checked_mode(progress)
+    if not isinstance(spec, SweepSpec):
+        spec = load_beside_ray(spec, address=address)
     if storage is not None and (problem := storage_problem(storage)):
         raise UsageError(problem, "storage")
     path, errored = sweep.run(

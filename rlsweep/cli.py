@@ -246,10 +246,9 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rlsweep import load_spec
-    from rlsweep.api import run
+    from rlsweep.api import load_beside_ray, run
 
-    spec = load_spec(args.spec, args.set)
+    spec = load_beside_ray(args.spec, args.set, address=args.address)
     mode = "none" if args.quiet else args.progress
     result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1, progress=mode)
     return _report(result, spec.mlflow)

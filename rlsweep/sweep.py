@@ -116,6 +116,17 @@ def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
     return float(ray.cluster_resources().get("CPU", 0))
 
 
+def ray_running() -> bool:
+    """Whether this process has a Ray runtime (without importing Ray if nothing did)."""
+    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
+
+
+def stop_ray() -> None:
+    """End this process's Ray runtime, if it has one."""
+    if ray_running():
+        sys.modules["ray"].shutdown()
+
+
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Fail in seconds where nothing answers at a ``host:port`` (or ``ray://host:port``) address: Ray itself
     retries joining for minutes. ``auto`` is left to Ray, which finds a local cluster or says there is none."""

@@ -114,3 +114,9 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path):
     shown = rlsweep("evaluate", experiment, "--top", "1", "--episodes", "1")
     assert shown.returncode == 0 and "eval_return_mean" in shown.stdout and "checkpoint_" in shown.stdout
     assert rlsweep("evaluate", experiment, "--top", "0").returncode == 2
+
+    # `run` checks the spec while Ray starts: a spec the pre-flight refuses still exits 2 naming the path,
+    # before any experiment folder exists.
+    refused = rlsweep("run", spec_file({**document, "env": "NoSuchEnv-v9", "name": "refused"}), "--quiet")
+    assert refused.returncode == 2 and refused.stderr.startswith("env: "), refused.stderr[-3000:]
+    assert not (tmp_path / "results" / "refused").exists() and "Traceback" not in refused.stderr

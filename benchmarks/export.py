@@ -125,7 +125,7 @@ def part_live(args: argparse.Namespace, root: Path) -> None:
     import rlsweep
     from rlsweep.analysis._live import live_logger
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     trials, iterations = args.live_trials, args.live_iterations
     spec = rlsweep.load_spec(
         {

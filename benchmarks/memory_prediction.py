@@ -113,7 +113,7 @@ def main() -> None:
 
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     started = dt.datetime.now()
     results = []
     with tempfile.TemporaryDirectory(prefix="rlsweep-memory-") as scratch:

@@ -104,7 +104,7 @@ def main() -> None:
 
     commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     started = dt.datetime.now()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     times: dict[str, list[float]] = {"raw tune": [], "rlsweep": []}
     with tempfile.TemporaryDirectory() as tmp:
         for round_index in range(args.rounds):

@@ -230,7 +230,7 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
         algo.stop()
 
     stopper = solved_stopper(task, launch, result_file, evaluated=lambda result: "eval_return_mean" in result, marks=marks)
-    ray.init(num_cpus=CONCURRENCY, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=CONCURRENCY, include_dashboard=False, log_to_driver=False)
     tune.Tuner(
         trainable,
         param_space=param_space,

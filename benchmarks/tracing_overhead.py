@@ -82,7 +82,7 @@ def main() -> None:
 
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     started = dt.datetime.now()
     rounds = []
     with tempfile.TemporaryDirectory(prefix="rlsweep-tracing-") as scratch:

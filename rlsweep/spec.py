@@ -156,7 +156,8 @@ class FailureSpec(Section):
 
 class RaySpec(Section):
     address: Text | None = None
-    """null: start a local runtime; "auto" or "ray://host:port" joins a cluster"""
+    """null: start a local runtime of the sweep's own (or join RAY_ADDRESS if it is set), never a cluster
+    another `ray start` on the machine left running; "auto", "host:port" or "ray://host:port" joins a cluster"""
     num_cpus: Annotated[StrictInt, Field(ge=1, le=4096)] | None = None
     """CPUs of the local runtime; default: the machine's"""
     reuse_actors: StrictBool = True

@@ -95,7 +95,8 @@ def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
     """Join ``address`` (or the spec's), or start a local runtime; returns the cluster's CPUs."""
     import ray
 
-    address = address or spec.ray.address
+    # RAY_ADDRESS is a user's explicit choice, as --address is: joined, never overridden by "local" below.
+    address = address or spec.ray.address or os.environ.get("RAY_ADDRESS") or None
     # Tune snapshots its state after every `keep` checkpoints of a trial, which rlsweep relies on for
     # resume; its warning that this happens often is noise here.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
@@ -112,7 +113,10 @@ def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
                 raise UsageError(f"cannot join the Ray cluster at {address!r}: {str(exc).splitlines()[0]}",
                                  "--address / ray.address") from None
         else:
-            ray.init(num_cpus=spec.ray.num_cpus, **kwargs)
+            # "local": a runtime of this sweep's own. Ray's default (no address) instead joins the cluster
+            # the last `ray start` on this machine recorded in /tmp/ray/ray_current_cluster, another user's
+            # or another job's, and the trials would queue behind its work on its CPUs.
+            ray.init(address="local", num_cpus=spec.ray.num_cpus, **kwargs)
     return float(ray.cluster_resources().get("CPU", 0))
 
 

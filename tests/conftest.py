@@ -60,7 +60,9 @@ def ray_runtime():
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        # "local": this run's own runtime, never a cluster another test's `Cluster` (or another user's
+        # `ray start`) recorded as the machine's latest, which Ray's default would join.
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
 

@@ -4,6 +4,7 @@ spec edited between run and resume."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -12,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import urllib.request
@@ -762,3 +764,60 @@ def test_a_spec_edited_between_run_and_resume_is_refused_with_the_differences(fi
         [sys.executable, "-m", "rlsweep.cli", "resume", str(finished)], env=_env(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2 and "budget.trials: 2 -> 5" in done.stderr
+
+
+STRAY_PROBE = """
+import json, sys
+import ray
+import rlsweep
+from rlsweep.sweep import ensure_ray
+spec = rlsweep.load_spec(json.loads(sys.argv[1]), preflight=False)
+cpus = ensure_ray(spec)
+print(json.dumps({"cpus": cpus, "gcs": ray.get_runtime_context().gcs_address}))
+"""
+
+
+def _ours_under(base: Path) -> list[int]:
+    """Processes whose command line names ``base`` (the stray cluster's session folder is under it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(base).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_local_sweep_never_joins_a_cluster_another_ray_start_left_running(tmp_path):
+    """Ray's default (no address) joins the cluster the machine's last `ray start` recorded: another user's or
+    job's, whose CPUs the trials would then queue for. rlsweep starts a runtime of its own; RAY_ADDRESS, a
+    user's explicit choice, is still joined."""
+    base = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))  # short: Ray's socket paths are under it
+    env = {**_env(), "RAY_TMPDIR": str(base), "RAY_AUTH_MODE": "disabled"}
+    try:
+        started = subprocess.run(
+            [str(Path(sys.executable).parent / "ray"), "start", "--head", "--num-cpus=0", "--port=0",
+             "--include-dashboard=false", "--disable-usage-stats"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert started.returncode == 0, started.stderr[-2000:]
+        stray = (base / "ray" / "ray_current_cluster").read_text().strip()
+        document = json.dumps(small_ppo("stray", tmp_path / "results", budget={"env_steps": 1000, "trials": 1}))
+
+        def probe(**extra):
+            done = subprocess.run([sys.executable, "-c", STRAY_PROBE, document], env={**env, **extra}, cwd=REPO,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            return json.loads(done.stdout.strip().splitlines()[-1])
+
+        own = probe()
+        assert own["gcs"] != stray and own["cpus"] == os.cpu_count(), (own, stray)
+        joined = probe(RAY_ADDRESS=stray)
+        assert joined["gcs"] == stray and joined["cpus"] == 0, (joined, stray)
+    finally:
+        for pid in _ours_under(base):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)

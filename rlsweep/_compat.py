@@ -53,6 +53,21 @@ def tap_log_time(logger: Any, on_block: Callable[[Any, Any], Any]) -> None:
     logger.log_time = log_time
 
 
+# --- RLlib connectors ----------------------------------------------------------------------------------
+
+
+def evaluation_env_to_module_connector(factory: Callable[..., Any]) -> dict[str, Any]:
+    """An ``evaluation_config`` override that gives the evaluation env runners an env-to-module connector
+    factory of their own. Ray 2.60: ``env_runners(env_to_module_connector=...)`` keeps the factory in
+    ``AlgorithmConfig._env_to_module_connector`` and ``update_from_dict`` (which applies the overrides)
+    sets each key as an attribute; no public key names it.
+
+    Why: the evaluation runners' MeanStdFilter must apply the training runners' statistics without adding
+    the evaluation episodes to them (``update_stats=False``), as a restored policy does.
+    """
+    return {"_env_to_module_connector": factory}
+
+
 # --- Tune sessions -------------------------------------------------------------------------------------
 
 

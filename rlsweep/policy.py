@@ -3,13 +3,15 @@
 Only the trained RLModule is loaded (``learner_group/learner/rl_module/<policy>`` in RLlib's checkpoint),
 so loading takes well under a second and needs no Ray runtime. Actions go through what RLlib's default
 module-to-env pipeline does: greedy or sampled from the module's action distribution, then unsquashed into
-the action space's bounds (``normalize_actions``, RLlib's default) or clipped (``clip_actions``).
+the action space's bounds (``normalize_actions``, RLlib's default) or clipped (``clip_actions``). A trial
+that normalized observations (``normalize.observations``) saved its MeanStdFilter statistics in the
+checkpoint; ``act`` normalizes each observation with them first, as the env runners did in training.
 """
 
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,14 @@ from rlsweep.errors import SweepError
 
 #: Where RLlib's Algorithm checkpoint keeps the trained modules.
 MODULES_DIR = Path("learner_group", "learner", "rl_module")
+#: Where a checkpoint keeps the training env runners' observation statistics (``normalize.observations``):
+#: the local env runner's env-to-module pipeline, or the algorithm's own where it had no local env runner
+#: (RLlib 2.60's ``Algorithm.get_checkpointable_components``). Not ``eval_env_runner``: the evaluation
+#: runners apply the training statistics and gather none.
+OBSERVATION_FILTER_DIRS = (
+    Path("env_runner", "env_to_module_connector", "MeanStdFilter"),
+    Path("env_to_module_connector", "MeanStdFilter"),
+)
 #: A sampled action for epsilon-greedy modules (DQN) uses the end of the epsilon schedule.
 _LATE_TIMESTEP = 10**12
 
@@ -48,15 +58,67 @@ def _algorithm_config(path: Path) -> Any:
         return None
 
 
+def _frozen_filter(state: dict[str, Any]) -> Any:
+    """An RLlib observation filter with one agent's saved MeanStdFilter statistics (the connector's
+    ``get_state`` format, RLlib 2.60), as the connector's ``set_state`` builds it."""
+    import tree
+    from ray.rllib.utils.filter import MeanStdFilter, RunningStat
+
+    kept = MeanStdFilter(state["shape"], demean=state["de_mean_to_zero"], destd=state["de_std_to_one"], clip=state["clip_by_value"])
+    kept.running_stats = tree.unflatten_as(kept.shape, [RunningStat.from_state(s) for s in state["running_stats"]])
+    return kept
+
+
+def observation_filters(checkpoint: Any) -> dict[Any, Any]:
+    """The observation statistics a checkpoint holds (``normalize.observations``), as filters that apply
+    them without updating them: agent id -> filter (``None`` for a single-agent env); ``{}`` when the trial
+    normalized no observations.
+
+    Raises:
+        SweepError: the statistics are there but cannot be read.
+    """
+    path = _checkpoint_dir(checkpoint)
+    folder = next((path / d for d in OBSERVATION_FILTER_DIRS if (path / d).is_dir()), None)
+    if folder is None:
+        return {}
+    try:
+        with (folder / "state.pkl").open("rb") as f:
+            state = pickle.load(f)  # noqa: S301 - an RLlib checkpoint is pickles throughout
+        return {agent: _frozen_filter(agent_state) for agent, agent_state in state.items()}
+    except Exception as exc:  # noqa: BLE001 - a missing, cut or foreign file: say which, never act unnormalized
+        raise SweepError(f"{folder}: cannot read the observation statistics the policy trained with "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
 @dataclass
 class Policy:
-    """One trained policy. ``act(obs)`` takes one observation as the env returns it."""
+    """One trained policy. ``act(obs)`` takes one observation as the env returns it.
+
+    ``observation_filters`` hold the checkpoint's observation statistics (``normalize.observations``):
+    agent id -> filter, ``None`` for a single-agent env; empty when the trial normalized nothing.
+    """
 
     module: Any
     policy_id: str
     checkpoint: Path
     normalize_actions: bool = True
     clip_actions: bool = False
+    observation_filters: dict[Any, Any] = field(default_factory=dict)
+
+    def normalize(self, obs: Any, agent_id: Any = None) -> Any:
+        """``obs`` as the module saw observations in training: normalized with the checkpoint's statistics
+        (those of ``agent_id`` in a multi-agent env), or as it is where the trial normalized none."""
+        filters = self.observation_filters
+        if not filters:
+            return obs
+        if agent_id in filters:
+            return filters[agent_id](obs, update=False)
+        if len(filters) == 1:
+            return next(iter(filters.values()))(obs, update=False)
+        raise SweepError(
+            f"{self.checkpoint}: observations were normalized per agent; pass agent_id= (one of "
+            f"{sorted(map(str, filters))}), got {agent_id!r}"
+        )
 
     @property
     def observation_space(self) -> Any:
@@ -66,14 +128,16 @@ class Policy:
     def action_space(self) -> Any:
         return self.module.action_space
 
-    def act(self, obs: Any, explore: bool = False) -> Any:
-        """The action for ``obs``: greedy (``explore=False``, the distribution's mode) or sampled."""
+    def act(self, obs: Any, explore: bool = False, agent_id: Any = None) -> Any:
+        """The action for ``obs``: greedy (``explore=False``, the distribution's mode) or sampled.
+        ``agent_id`` picks the agent's observation statistics where a multi-agent trial normalized them."""
         import numpy as np
         import torch
         from ray.rllib.core import Columns
         from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
         from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
+        obs = self.normalize(obs, agent_id)
         batch = {Columns.OBS: convert_to_torch_tensor(np.expand_dims(np.asarray(obs), 0))}
         if batch[Columns.OBS].dtype == torch.float64:
             batch[Columns.OBS] = batch[Columns.OBS].float()
@@ -105,7 +169,8 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
         policy_id: Which policy of a multi-agent checkpoint; single-agent checkpoints hold one.
 
     Raises:
-        SweepError: not a checkpoint, an unknown or ambiguous policy id, or a recurrent policy.
+        SweepError: not a checkpoint, an unknown or ambiguous policy id, a recurrent policy, or observation
+            statistics (normalize.observations) that cannot be read.
     """
     from ray.rllib.core.rl_module.rl_module import RLModule
 
@@ -131,4 +196,5 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
         checkpoint=path,
         normalize_actions=bool(getattr(config, "normalize_actions", True)),
         clip_actions=bool(getattr(config, "clip_actions", False)),
+        observation_filters=observation_filters(path),
     )

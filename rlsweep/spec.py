@@ -27,6 +27,9 @@ from pydantic import ConfigDict, Field, StrictBool, field_validator, StrictFloat
 from pydantic.json_schema import SkipJsonSchema
 
 from rlsweep._dotted import set_in
+from rlsweep._schedules import Schedule, is_schedule
+from rlsweep._schedules import budget_problems as schedule_budget_problems
+from rlsweep._schedules import parse as parse_schedule
 from rlsweep._schema import Section, check_field
 from rlsweep.errors import Problem, SpecError, shorten
 from rlsweep.metrics import metric_name_problem
@@ -106,7 +109,9 @@ class BudgetSpec(Section):
 class SeedsSpec(Section):
     per_trial: Annotated[StrictInt, Field(ge=1, le=100)] = 1
     """training seeds per trial (at most 100): each trial trains its configuration on this many seeds in
-    lockstep, in its own process and CPUs, one after the other (so a trial takes about per_trial times as long)"""
+    lockstep, in its own process and CPUs, one after the other (so a trial takes about per_trial times as long);
+    a row is one iteration of every seed, its env_steps the least of the seeds' counts (with vectorized envs
+    they differ by a few steps)"""
     aggregate: Literal["mean", "median", "iqm", "min"] = "iqm"
     """what the searcher and the scheduler see of a trial's seeds: mean | median | iqm (interquartile mean)
     | min (the worst seed under metric.mode)"""
@@ -237,6 +242,50 @@ class CurriculumSpec(Section):
         return task
 
 
+#: Why ``normalize.rewards`` is refused: RLlib 2.60's new API stack has no reward-normalizing connector
+#: (its connectors: ray/rllib/connectors/{env_to_module,module_to_env,learner}).
+NO_REWARD_NORMALIZATION = (
+    "RLlib's new API stack has no reward-normalizing connector (only MeanStdFilter, for observations), so "
+    "rlsweep cannot normalize rewards the way RLlib trains; set it to false (scale rewards in the env, or with "
+    "a gymnasium wrapper such as NormalizeReward in an env class of your own)"
+)
+
+
+class NormalizeSpec(Section):
+    """``normalize:``: running mean/std normalization, through RLlib's own connectors. Its statistics live in
+    each checkpoint, so load_policy, evaluate, confirm and the eval rule act on what training saw."""
+
+    observations: StrictBool = False
+    """normalize observations with RLlib's MeanStdFilter env-to-module connector (running mean and std per
+    element, clipped to +-10; statistics saved in every checkpoint and used by every evaluation)"""
+    rewards: StrictBool = False
+    """normalize rewards: refused, as RLlib's new API stack has no reward-normalizing connector"""
+
+    @field_validator("rewards")
+    @classmethod
+    def _rewards_supported(cls, rewards: bool) -> bool:
+        if rewards:
+            raise ValueError(f"{NO_REWARD_NORMALIZATION}; got true")
+        return rewards
+
+
+#: The old API stack's observation filter setting, which RLlib's new API stack (rlsweep's) never reads.
+OLD_OBSERVATION_FILTER = "env_runners.observation_filter"
+
+
+def _old_filter_problems(config: Mapping[str, Any], space: SearchSpace) -> list[Problem]:
+    """``env_runners.observation_filter: MeanStdFilter`` would train on raw observations without a word;
+    ``normalize.observations`` is what does it on the new stack. (``NoFilter``, its default, is harmless.)"""
+    rule = ("is the old API stack's observation filter, which RLlib's new API stack ignores; "
+            "set normalize.observations: true for its MeanStdFilter connector")
+    problems = []
+    if OLD_OBSERVATION_FILTER in config and config[OLD_OBSERVATION_FILTER] != "NoFilter":
+        problems.append(Problem(f"config.{OLD_OBSERVATION_FILTER}", f"{rule}; got {shorten(config[OLD_OBSERVATION_FILTER])}"))
+    if OLD_OBSERVATION_FILTER in space.paths:
+        problems.append(Problem(f"search_space.{OLD_OBSERVATION_FILTER}", rule))
+    return problems
+
+
 @dataclass(frozen=True)
 class PolicySetup:
     """One multi-agent setup: which policy each agent acts with, and which policies learn.
@@ -291,9 +340,11 @@ class SweepSpec(Section):
     env_config: dict[str, Any] = {}
     """passed to the env constructor"""
     config: Annotated[dict[str, Any], WithJsonSchema(_DOTTED_KEYS)] = {}
-    """fixed RLlib settings, addressed as AlgorithmConfig method.argument (training.lr)"""
+    """fixed RLlib settings, addressed as AlgorithmConfig method.argument (training.lr); a value may be a
+    schedule over env steps (see Schedules)"""
     search_space: Annotated[SearchSpace, WithJsonSchema(_SEARCH_SPACE_SCHEMA)] = SearchSpace()
-    """parameter path -> domain ({loguniform: [low, high]}, {choice: [...]}, ...) or a fixed value"""
+    """parameter path -> domain ({loguniform: [low, high]}, {choice: [...]}, ...), a fixed value, or a schedule
+    whose numbers may be domains (see Schedules)"""
     preset: Text | None = None
     """a named searcher + scheduler pairing (optuna-asha, bohb, pbt, ...)"""
     searcher: SearcherSpec = SearcherSpec()
@@ -329,6 +380,8 @@ class SweepSpec(Section):
     """OpenTelemetry spans of the sweep and every trial, to an OTLP/HTTP receiver or MLflow; off by default"""
     curriculum: CurriculumSpec | None = None
     """curriculum learning: the task the envs train on, from a function or a schedule in env steps"""
+    normalize: NormalizeSpec = NormalizeSpec()
+    """observation (and reward) normalization through RLlib's connectors; statistics saved in checkpoints"""
     document: SkipJsonSchema[dict[str, Any]] = Field(default={}, exclude=True)
 
     def to_yaml(self) -> str:
@@ -853,6 +906,7 @@ def _cross_section_problems(
             problems.append(Problem(f"search_space.{path}", "keys are 'method.argument' paths on the algorithm's config, e.g. training.lr"))
         if path in config:
             problems.append(Problem(f"search_space.{path}", "is also set in config; set a parameter in one place only"))
+    problems += _old_filter_problems(config, space)
 
     budget = values.get("budget")
     grid_size = space.grid_size()
@@ -899,6 +953,7 @@ def _cross_section_problems(
                     "seeds from seeds.tuning; remove it, or set seeds.per_trial to 1",
                 ))
     problems += _curriculum_problems(values.get("curriculum"), space)
+    problems += _schedule_problems(config, space, values.get("budget"), budget_given="budget" in doc)
     if ran:
         return problems
     problems += _non_finite_problems(config, values.get("env_config", {}), space)
@@ -907,6 +962,29 @@ def _cross_section_problems(
     if mlflow is not None and (problem := tracking_uri_problem(mlflow.tracking_uri)):
         problems.append(Problem("mlflow.tracking_uri", problem))
     problems += _tracing_problems(values.get("tracing"), mlflow)
+    return problems
+
+
+def _schedule_problems(config: Mapping[str, Any], space: SearchSpace, budget: BudgetSpec | None, *, budget_given: bool) -> list[Problem]:
+    """Schedules in ``config`` parse as in ``search_space`` (numbers only), fit in the trial's budget, and
+    set a setting in one place. (Which settings RLlib can schedule is pre-flight's to check.)"""
+    problems = []
+    scheduled: list[tuple[str, Schedule]] = []
+    for path, value in config.items():
+        if is_schedule(value):
+            schedule, _, found = parse_schedule(value, searchable=False)
+            problems += [Problem(f"config.{path}.{sub}", message) for sub, message in found]
+            if schedule is not None:
+                scheduled.append((f"config.{path}", schedule))
+    for path, schedule in space.schedules:
+        scheduled.append((f"search_space.{path}", schedule))
+        if path in config:
+            problems.append(Problem(f"search_space.{path}", "is also set in config; set a parameter in one place only"))
+    for where, schedule in scheduled:
+        if budget is not None:
+            problems += [Problem(f"{where}.{sub}", message) for sub, message in schedule_budget_problems(schedule, budget.env_steps)]
+        elif not budget_given:  # an invalid budget has its own problem already
+            problems.append(Problem(where, "a schedule runs over the trial's env steps: it needs budget.env_steps"))
     return problems
 
 

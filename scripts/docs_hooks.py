@@ -93,8 +93,31 @@ def reference() -> str:
         *(f"- `{kind}`" for kind in DOMAIN_KINDS),
         "",
     ]
+    lines += _schedules()
     lines += _entries("Searchers", SEARCHERS) + _entries("Schedulers", SCHEDULERS)
     return "\n".join(lines) + "\n"
+
+
+def _schedules() -> list[str]:
+    from rlsweep._schedules import KINDS
+    from rlsweep.trainables._schedulable import SCHEDULABLE
+
+    return [
+        "## Schedules",
+        "",
+        "A value in `config` (or in `search_space`) may change with the trial's env steps; RLlib gets it as its "
+        "own schedule, `[[env_steps, value], ...]` over the trial's lifetime env steps, and each row reports the "
+        "value in force as `hp/<path>`. See [Schedules](../guides/spec.md#schedules).",
+        "",
+        *(f"- `{{schedule: {kind}, {', '.join(f'{key}: ...' for key in keys)}}}`" for kind, keys in KINDS.items()),
+        "",
+        "Settings RLlib schedules, per algorithm (a schedule on any other setting is refused at validate):",
+        "",
+        "| algorithm | settings |",
+        "|---|---|",
+        *(f"| {name} | {', '.join(f'`{path}`' for path in paths)} |" for name, paths in SCHEDULABLE.items()),
+        "",
+    ]
 
 
 def home(readme: str, pages: set[str]) -> str:

@@ -37,7 +37,7 @@ def _multi_agent_episode(env: Any, policies: Mapping[Any, Policy], seed: int | N
     finished: set[Any] = set()
     for _ in range(MAX_EPISODE_STEPS):
         # An agent that is done acts no more (RLlib's convention), even if the env still returns its obs.
-        actions = {agent: policies[agent].act(o) for agent, o in obs.items() if agent not in finished}
+        actions = {agent: policies[agent].act(o, agent_id=agent) for agent, o in obs.items() if agent not in finished}
         obs, rewards, terminated, truncated, _ = env.step(actions)
         total += sum(float(r) for r in rewards.values())
         finished |= {a for a in (*terminated, *truncated) if a != "__all__" and (terminated.get(a) or truncated.get(a))}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from rlsweep import _schedules
 from rlsweep.errors import Problem, shorten
 
 
@@ -180,6 +181,9 @@ class SearchSpace:
     """The parsed ``search_space``, parameters in an order where every condition's parents come first."""
 
     parameters: tuple[Parameter, ...] = ()
+    #: Each scheduled setting's path -> its schedule; its searched numbers are the parameters
+    #: ``<path>.<slot>`` (``training.lr.from``), which a trial assembles into RLlib's format.
+    schedules: tuple[tuple[str, _schedules.Schedule], ...] = ()
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.parameters)
@@ -432,10 +436,17 @@ def parse_search_space(raw: Any, *, where: str = "search_space") -> tuple[Search
         return SearchSpace(), [Problem(where, f"must be a mapping of parameter paths to domains, got {shorten(raw)}")]
 
     parameters: dict[str, Parameter] = {}
+    schedules: dict[str, _schedules.Schedule] = {}
     for path, value in raw.items():
         loc = f"{where}.{path}"
         if not isinstance(path, str) or not path:
             problems.append(Problem(where, f"parameter names must be non-empty strings, got {shorten(path)}"))
+            continue
+        if _schedules.is_schedule(value):
+            schedule, searched = _parse_schedule(path, value, loc, problems)
+            if schedule is not None:
+                schedules[path] = schedule
+                parameters.update((p.path, p) for p in searched)
             continue
         domain, when, errors = _parse_entry(value)
         problems.extend(Problem(loc, e) for e in errors)
@@ -462,7 +473,29 @@ def parse_search_space(raw: Any, *, where: str = "search_space") -> tuple[Search
         problems.append(Problem(where, f"conditions form a cycle: {shown}"))
     elif depth_problem := _condition_depth_problem(ordered, where):
         problems.append(depth_problem)
-    return SearchSpace(tuple(ordered)), problems
+    return SearchSpace(tuple(ordered), tuple(schedules.items())), problems
+
+
+def _parse_schedule(path: str, value: Any, loc: str, problems: list[Problem]) -> tuple[_schedules.Schedule | None, list[Parameter]]:
+    """A schedule written as a search-space value: each number written as a domain becomes the ordinary
+    parameter ``<path>.<slot>``, which draws numbers only and takes no condition."""
+    schedule, searched, errors = _schedules.parse(value, searchable=True)
+    problems.extend(Problem(f"{loc}.{sub}", message) for sub, message in errors)
+    parameters = []
+    for slot, written in searched.items():
+        domain, when, domain_errors = _parse_entry(written)
+        problems.extend(Problem(f"{loc}.{slot}", e) for e in domain_errors)
+        if domain is None:
+            continue
+        listed = drawn_values(domain)
+        if when:
+            problems.append(Problem(f"{loc}.{slot}.when", "a schedule's number takes no condition; it is always drawn"))
+        elif listed is not None and not all(_is_number(v) for v in listed):
+            problems.append(Problem(f"{loc}.{slot}", f"a schedule's number must be a number or a domain of numbers, "
+                                    f"got {shorten(written)}"))
+        else:
+            parameters.append(Parameter(f"{path}.{slot}", domain))
+    return (schedule if len(parameters) == len(searched) else None), parameters
 
 
 def _loosely_contains(domain: Domain, value: Any) -> bool:

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from rlsweep import _compat
 from rlsweep._dotted import unflatten
 from rlsweep._envs import resolve_env
 from rlsweep.errors import Problem, shorten
 from rlsweep.spec import POLICIES_PATH, PolicySetup
+from rlsweep.trainables._schedulable import schedule_problems, with_schedules
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm import Algorithm
@@ -102,13 +104,14 @@ def settings_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> dict[str, Any]:
     algorithm's iteration and throughput settings, the spec's ``config``, then the trial's draw. These are
     the trial's params as exported, so what an iteration means is visible beside what was searched."""
     chosen = {k: v for k, v in sampled.items() if k != POLICIES_PATH}
-    return {
+    settings = {
         **RLSWEEP_DEFAULTS,
         **iteration_settings(spec.algorithm),
         **throughput_settings(spec),
         **spec.config,
         **chosen,
     }
+    return with_schedules(spec, settings, chosen)  # schedules in RLlib's [[env_steps, value], ...]
 
 
 #: Search-space paths that set the spec's curriculum (``curriculum.schedule.<entry>.<0: env steps, 1: task>``),
@@ -135,6 +138,64 @@ class AgentToPolicy:
                 f"policies.{self.setup.name}.map: agent {agent_id!r} matches no entry of {dict(self.setup.rules)}"
             )
         return policy
+
+
+class ObservationFilter:
+    """RLlib's ``env_to_module_connector`` factory for ``normalize.observations``: a MeanStdFilter. A class,
+    not a lambda, so it pickles with the config (into every checkpoint, and to remote env runners).
+
+    Args:
+        multi_agent: One filter per agent id (RLlib's ``MeanStdFilter(multi_agent=True)``).
+        update_stats: Whether the observations it sees update its statistics: training runners do;
+            evaluation runners apply the training runners' statistics as they are.
+    """
+
+    def __init__(self, *, multi_agent: bool = False, update_stats: bool = True) -> None:
+        self.multi_agent = multi_agent
+        self.update_stats = update_stats
+
+    def __call__(self, env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+        from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+        return MeanStdFilter(multi_agent=self.multi_agent, update_stats=self.update_stats)
+
+    def __repr__(self) -> str:
+        return f"ObservationFilter(multi_agent={self.multi_agent}, update_stats={self.update_stats})"
+
+
+def sync_evaluation_filter(algorithm: Any, **kwargs: Any) -> None:
+    """RLlib's ``on_evaluate_start`` callback for ``normalize.observations``: the local evaluation env runner
+    (rlsweep's default, no remote evaluation runners) gets the training runners' observation statistics.
+
+    RLlib 2.60 sends connector states to remote evaluation runners only (``sync_env_runner_states`` returns
+    early for a group without them), so the local one would otherwise normalize with statistics of its own,
+    gathered from its evaluation episodes alone, and score a policy on observations it never trained on.
+    """
+    from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR
+
+    group, runner = algorithm.eval_env_runner_group, algorithm.eval_env_runner
+    if group is None or runner is None or group.num_remote_env_runners() > 0:
+        return  # no evaluation runners, or remote ones that RLlib syncs itself
+    if algorithm.env_runner is not None:
+        state = algorithm.env_runner.get_state(components=COMPONENT_ENV_TO_MODULE_CONNECTOR)[COMPONENT_ENV_TO_MODULE_CONNECTOR]
+    else:  # remote training runners only: the algorithm holds their merged state
+        state = algorithm.env_to_module_connector.get_state()
+    runner.set_state({COMPONENT_ENV_TO_MODULE_CONNECTOR: state})
+
+
+def apply_normalization(config: AlgorithmConfig, spec: SweepSpec, *, multi_agent: bool) -> None:
+    """``normalize.observations``: a MeanStdFilter first in every env runner's env-to-module pipeline, frozen
+    on evaluation runners, which take the training runners' statistics before each evaluation. The
+    statistics are the env runners' connector state, so every checkpoint holds them."""
+    if not spec.normalize.observations:
+        return
+    config.env_runners(env_to_module_connector=ObservationFilter(multi_agent=multi_agent))
+    before = config.callbacks_on_evaluate_start
+    others = [] if before is None else list(before) if isinstance(before, (list, tuple)) else [before]
+    config.callbacks(on_evaluate_start=[*others, sync_evaluation_filter])
+    frozen = _compat.evaluation_env_to_module_connector(ObservationFilter(multi_agent=multi_agent, update_stats=False))
+    overrides = config.evaluation_config if isinstance(config.evaluation_config, Mapping) else {}
+    config.evaluation(evaluation_config={**overrides, **frozen})
 
 
 class _NewStackNotice(logging.Filter):
@@ -178,6 +239,7 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
             # end, which biases the mean towards short episodes.
             evaluation_config={"explore": False, "num_envs_per_env_runner": 1},
         )
+    apply_normalization(config, spec, multi_agent=setup is not None)
     return config
 
 
@@ -231,6 +293,7 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
         ("search_space", p) for p in spec.search_space.paths if p != POLICIES_PATH and not p.startswith(CURRICULUM_PREFIX)
     ]
     problems += _curriculum_path_problems(spec)
+    problems += schedule_problems(spec)
     for section, path in paths:
         method, _, rest = path.partition(".")
         argument = rest.split(".")[0]

@@ -5,9 +5,14 @@ trial's checkpoint), then repeats: a train step, an evaluation when due, a check
 one result row (:func:`rlsweep.metrics.row`), until the budget.
 
 With ``seeds.per_trial`` > 1 a trial builds one algorithm per seed and steps them in lockstep, one after
-the other in its own process: each phase runs for every seed before the row is reported, so the row's
-aggregate (``seeds.aggregate``) is over the seeds at the same env steps, and the scheduler's decision
-(stop, pause, perturb) takes all of them at once.
+the other in its own process: each phase runs for every seed before the row is reported, so a row is one
+iteration of every seed, its aggregate (``seeds.aggregate``) is over the seeds after the same iterations,
+and the scheduler's decision (stop, pause, perturb) takes all of them at once. The seeds' env-step counts
+need not be equal: with vectorized envs each RLlib sample call stops at the first vector step that
+reaches its share and does not count an env's reset step, so a seed can run up to
+``num_envs_per_env_runner - 1`` env steps past the others per sample call (PPO: one call per env runner
+per iteration), and the gap adds up over iterations. The row's ``env_steps``, the clock of the budget and
+the schedulers, is the least of the seeds' counts; each seed's own is ``seed/<k>/env_steps``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._memory import policy_memory_mb, remote_node_ids, reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, kept_rllib_keys, lifetime_env_steps, rllib_section
 from rlsweep.trainables._remote_spans import trace_remote_workers
+from rlsweep.trainables._schedulable import trial_schedules, values_in_force
 from rlsweep.trainables._timing import PhaseTimer
 
 if TYPE_CHECKING:
@@ -162,6 +168,8 @@ class TrialLoop:
         self.algo = self.runs[0].algo  # the first seed's: hyperparameters are read back from it
         self.setup_time_s = time.perf_counter() - started
         self.searched = spec.search_space.paths
+        #: The trial's schedules in RLlib's format: each row reports the value in force as hp/<path>.
+        self.schedules = trial_schedules(spec, sampled)
         self.next_checkpoint = plan.checkpoint_every
         self.next_eval = plan.eval_every or 0
         self.last_rule = 0
@@ -206,7 +214,7 @@ class TrialLoop:
         restored = metrics.env_steps(meta["metrics"])
         for run, state in zip(self.runs, carried):
             # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
-            reapply_learning_rates(run.algo)
+            reapply_learning_rates(run.algo, restored)
             run.normalizer.restore(state)
             run.env_steps = restored
             if run.curriculum is not None and run.curriculum.schedule is not None:
@@ -290,6 +298,8 @@ class TrialLoop:
         normalized["peak_memory_mb"] = trial_peak_memory_mb(*(run.algo for run in self.runs))
         normalized.update(self._policy_memory())
         normalized["setup_time_s"] = self.setup_time_s
+        # At the row's env steps, where RLlib last set the scheduled values (after the iteration's update).
+        hyperparams = {**hyperparams, **values_in_force(self.schedules, self.runs[0].env_steps)}
         row = metrics.row(normalized, hyperparams=hyperparams, rllib=rllib, node_id=self.node_id)
         if self.remote_nodes is None:  # placed once: a retry or a resume is another process
             self.remote_nodes = {metrics.REMOTE_NODE_IDS.format(role=role): ",".join(nodes)

@@ -198,6 +198,10 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: What ``rlsweep convert --from`` reads.
+CONVERT_FORMATS = ("rllib", "zoo")
+
+
 def _convert(args: argparse.Namespace) -> int:
     import yaml
 
@@ -205,12 +209,28 @@ def _convert(args: argparse.Namespace) -> int:
     from rlsweep.convert import convert, header
     from rlsweep.spec import read_document
 
+    zoo = args.source_format == "zoo"
+    if zoo and args.env is None:
+        raise UsageError("--from zoo needs the entry to convert: its env id, e.g. --env CartPole-v1", "--env")
+    if not zoo and args.env is not None:
+        raise UsageError("only with --from zoo (an old RLlib experiment names its own env)", "--env")
+    if zoo and args.experiment is not None:
+        raise UsageError("only for an old RLlib experiment YAML; a zoo file's entry is chosen with --env", "--experiment")
     out = _output_path(args.output) if args.output else None
     with contextlib.suppress(OSError):
         if out is not None and out.exists() and os.path.samefile(out, args.file):
             raise UsageError(f"{args.output} is the file being converted; write the spec to another file", "-o")
-    spec, unmapped = convert(read_document(args.file), args.experiment, source=args.file)
-    text = header(args.file, unmapped) + yaml.safe_dump(spec, sort_keys=False)
+    if zoo:
+        from rlsweep._zoo import algorithm_of_file, convert_zoo, read_file
+        from rlsweep._zoo import header as zoo_header
+
+        algorithm = algorithm_of_file(Path(args.file).stem, args.file)
+        spec, mapping = convert_zoo(read_file(args.file), args.env, algorithm=algorithm, source=args.file)
+        unmapped = list(mapping.unmapped)
+        text = zoo_header(args.file, mapping) + yaml.safe_dump(spec, sort_keys=False)
+    else:
+        spec, unmapped = convert(read_document(args.file), args.experiment, source=args.file)
+        text = header(args.file, unmapped) + yaml.safe_dump(spec, sort_keys=False)
     if out is not None:
         _write_file(out, lambda file: file.write(text.encode("utf-8")))
     else:
@@ -223,7 +243,8 @@ def _convert(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(f"{where} does not validate yet; fix these and run `rlsweep validate`:", file=sys.stderr)
         raise exc from None
-    print(f"{where}: valid ({len(unmapped)} old key(s) not carried over, listed above)", file=sys.stderr)
+    kind = "zoo setting(s)" if zoo else "old key(s)"
+    print(f"{where}: valid ({len(unmapped)} {kind} not carried over, listed above)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -551,8 +572,12 @@ def build_parser() -> argparse.ArgumentParser:
     with_set(p)
     p.set_defaults(handler=_validate)
 
-    p = commands.add_parser("convert", help="an experiment YAML of RLlib's old API (rllib train -f) as an rlsweep spec")
+    p = commands.add_parser("convert", help="an experiment YAML of RLlib's old API (rllib train -f), or one entry of an "
+                                            "rl-baselines3-zoo hyperparameter file (--from zoo), as an rlsweep spec")
     p.add_argument("file")
+    p.add_argument("--from", dest="source_format", choices=CONVERT_FORMATS, default="rllib",
+                   help="rllib: an old RLlib experiment YAML (default); zoo: an rl-zoo3 hyperparameters file (ppo.yml, sac.yml, dqn.yml)")
+    p.add_argument("--env", help="with --from zoo: the entry to convert, by its env id (e.g. CartPole-v1)")
     p.add_argument("-o", "--output", help="write the spec here (default: print it)")
     p.add_argument("--experiment", help="which experiment, where the file holds several")
     p.set_defaults(handler=_convert)

@@ -129,6 +129,8 @@ class Unmapped:
     key: str
     value: Any
     reason: str
+    #: Carried in part (a schedule RLlib cannot follow, kept at its start value) or with no effect on learning.
+    approximate: bool = False
 
     def __str__(self) -> str:
         return f"{one_line(self.key)}: {shorten(self.value)}: {self.reason}"

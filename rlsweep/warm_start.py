@@ -2,8 +2,9 @@
 an earlier sweep already found.
 
 - ``zoo``: rl-baselines3-zoo's published hyperparameters for the spec's algorithm and env
-  (``rlsweep/data/zoo_hyperparams.yaml``), mapped onto the spec's searched RLlib settings and placed in their
-  declared domains, become the first point to evaluate (before ``points_to_evaluate``).
+  (``rlsweep/data/zoo_hyperparams.yaml``), mapped onto RLlib's settings by :mod:`rlsweep._zoo` (the mapping
+  ``rlsweep convert --from zoo`` uses) and placed in the searched settings' declared domains, become the
+  first point to evaluate (before ``points_to_evaluate``).
 - a directory: a previous sweep's trials that fit the search space reach the searcher as evaluated trials
   (config, final metric value, and whether the scheduler stopped it early), so no trial is rerun.
 
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 
 from rlsweep import store
+from rlsweep._zoo import ALGORITHMS, Setting, map_entry, start_value
 from rlsweep.errors import Problem, SpecError, SweepError
 from rlsweep.search_spaces import SearchSpace
 from rlsweep.search_spaces._base import _int_for_float, point_problems
@@ -55,17 +57,32 @@ class WarmStart:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
 
+#: A searched setting that stands for another the mapping sets: with one learner (rlsweep's default),
+#: RLlib's train_batch_size is the per-learner batch (``AlgorithmConfig.total_train_batch_size``).
+SAME_VALUE = {"training.train_batch_size": "training.train_batch_size_per_learner"}
+
+
 @functools.cache
 def zoo_table() -> dict[str, Any]:
-    """The shipped table: per algorithm, the mapping, SB3's defaults and each env's published values."""
+    """The shipped entries: per rl-zoo3 file name (``ppo``), each env's entry as rl-zoo3 publishes it."""
     return yaml.safe_load(files("rlsweep").joinpath("data/zoo_hyperparams.yaml").read_text())
 
 
-def _number(value: Any) -> Any:
-    """rl-zoo3 writes a linear schedule as ``lin_<start>``; RLlib settings take the start value."""
-    if isinstance(value, str) and value.startswith("lin_"):
-        return float(value[len("lin_") :])
-    return value
+def _zoo_value(settings: Mapping[str, Setting], path: str) -> tuple[Any, str, bool] | None:
+    """The value the zoo mapping gives a searched path, the zoo names it came from, and whether the path is
+    the setting itself (False for a schedule's ``.from`` / ``.to``; a constant is both). A setting's
+    ``SAME_VALUE`` partner stands for it."""
+    path = SAME_VALUE.get(path, path) if path not in settings else path
+    if path in settings:
+        return settings[path].value, settings[path].source, True
+    base, _, end = path.rpartition(".")
+    if end in ("from", "to") and base in settings:
+        value = settings[base].value
+        if isinstance(value, Mapping) and value.get("schedule") == "linear":
+            return value[end], settings[base].source, False
+        if not isinstance(value, Mapping):
+            return value, settings[base].source, False
+    return None
 
 
 def _place(domain: Domain, value: Any) -> Any:
@@ -94,56 +111,57 @@ def _place(domain: Domain, value: Any) -> Any:
     return placed if domain.contains(placed) else None
 
 
-def zoo_point(algorithm: str, env: str, space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
+def zoo_point(algorithm: str, env: str, space: SearchSpace, *, normalize_observations: bool = False) -> tuple[dict[str, Any], list[str]]:
     """rl-baselines3-zoo's hyperparameters for ``algorithm`` on ``env`` as a point of ``space``, and a note
-    for each value that had to be moved into its declared domain.
+    for each value that had to be moved into its declared domain or kept at a schedule's start.
+
+    The entry is mapped by :func:`rlsweep._zoo.map_entry`, the mapping ``rlsweep convert --from zoo`` uses.
+
+    Args:
+        normalize_observations: Whether the spec normalizes observations; it must be what the zoo entry does.
 
     Raises:
-        SpecError: no published entry, a zoo hyperparameter rlsweep cannot map onto RLlib, a searched
+        SpecError: no published entry, a zoo hyperparameter the mapping cannot carry onto RLlib, a searched
             parameter the zoo says nothing about, or a zoo value no value of its domain stands for.
     """
     table = zoo_table()
-    if algorithm not in table:
-        raise SpecError(f"rlsweep maps rl-baselines3-zoo's hyperparameters for {sorted(table)} only, not {algorithm!r}", WHERE)
-    entry = table[algorithm]
-    if env not in entry["envs"]:
+    published = {name: table[stem] for stem, name in ALGORITHMS.items() if stem in table}
+    if algorithm not in published:
+        raise SpecError(f"rlsweep maps rl-baselines3-zoo's hyperparameters for {sorted(published)} only, not {algorithm!r}", WHERE)
+    if env not in published[algorithm]:
         raise SpecError(
-            f"rl-baselines3-zoo publishes no {algorithm} hyperparameters for env {env!r} (it has {sorted(entry['envs'])})", WHERE
+            f"rl-baselines3-zoo publishes no {algorithm} hyperparameters for env {env!r} (it has {sorted(published[algorithm])})", WHERE
         )
-    published = dict(entry["envs"][env])
-    known = set(entry["map"]) | set(entry["ignored"]) | set(entry.get("same_as_rllib", {}))
-    known |= {"n_steps", "n_envs"} if entry["derived"] else set()
-    problems = [
-        Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env} set {name}={published[name]!r}, "
-                       "which has no RLlib counterpart in rlsweep's mapping; warm start would not reproduce them")
-        for name in published
-        if name not in known
-    ]
+    entry = published[algorithm][env]
+    mapping = map_entry(algorithm, env, entry)
+    problems = [Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env}: {line}") for line in mapping.problems]
     problems += [
-        Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env} set {name}={published[name]!r}; "
-                       f"RLlib's {algorithm} only does {same!r}")
-        for name, same in entry.get("same_as_rllib", {}).items()
-        if name in published and published[name] != same
+        Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env} set {item.key}={item.value!r}, "
+                       f"which has no RLlib counterpart ({item.reason}); warm start would not reproduce them")
+        for item in mapping.unmapped
+        if not item.approximate
     ]
-    values = {**entry["sb3_defaults"], **published}
-    rllib: dict[str, tuple[Any, str]] = {}  # RLlib path -> (value, the zoo names it came from)
-    for name, paths in entry["map"].items():
-        for path in paths:
-            rllib[path] = (_number(values[name]), name)
-    if "training.train_batch_size" in entry["derived"]:
-        rllib["training.train_batch_size"] = (int(values["n_steps"]) * int(values["n_envs"]), "n_steps * n_envs")
+    zoo_normalizes = bool(mapping.normalize.get("observations"))
+    if zoo_normalizes != normalize_observations:
+        problems.append(Problem(WHERE, f"rl-baselines3-zoo's {algorithm} hyperparameters for {env} are trained "
+                                       f"{'with' if zoo_normalizes else 'without'} normalized observations; set normalize: "
+                                       f"{{observations: {str(zoo_normalizes).lower()}}} for warm start to reproduce them"))
 
     point: dict[str, Any] = {}
-    notes: list[str] = []
+    # Listed by the mapping, but nothing about learning is lost (a memory option, a schedule RLlib follows
+    # from its start): said, not refused.
+    notes = [f"{WHERE}: rl-baselines3-zoo's {item}" for item in mapping.unmapped if item.approximate]
     for parameter in space:
         if isinstance(parameter.domain, Fixed) or not parameter.is_active(point):
             continue
         where = f"search_space.{parameter.path}"
-        if parameter.path not in rllib:
+        found = _zoo_value(mapping.settings, parameter.path)
+        if found is None:
             problems.append(Problem(where, f"rl-baselines3-zoo's {algorithm} hyperparameters have no value for it "
-                                           f"(rlsweep maps {sorted(rllib)}); leave it out of the search or drop warm_start"))
+                                           f"(rlsweep maps {sorted(mapping.settings)}); leave it out of the search or drop warm_start"))
             continue
-        value, source = rllib[parameter.path]
+        scheduled, source, whole = found
+        value = start_value(scheduled)
         placed = _place(parameter.domain, value)
         if placed is None:
             problems.append(Problem(where, f"rl-baselines3-zoo's {source}={value!r} is not a value of its "
@@ -151,9 +169,10 @@ def zoo_point(algorithm: str, env: str, space: SearchSpace) -> tuple[dict[str, A
             continue
         if placed != value:
             notes.append(f"{where}: rl-baselines3-zoo's {source} {value!r} -> {placed!r}, the nearest in its domain")
-        raw = values.get(source)
-        if isinstance(raw, str) and raw.startswith("lin_"):
-            notes.append(f"{where}: rl-baselines3-zoo decays {source} linearly from {placed!r}; the point keeps it constant")
+        if whole and (isinstance(scheduled, Mapping) or isinstance(entry.get(source), str)):
+            notes.append(f"{where}: rl-baselines3-zoo changes {source} over training from {placed!r} "
+                         f"({'linearly' if not isinstance(scheduled, Mapping) or scheduled.get('schedule') == 'linear' else 'piecewise'}); "
+                         "the point keeps it constant")
         point[parameter.path] = placed
     if problems:
         raise SpecError(problems)
@@ -215,7 +234,8 @@ def plan(spec: SweepSpec) -> WarmStart:
     if source is None:
         return WarmStart()
     if source == ZOO:
-        point, notes = zoo_point(str(spec.algorithm), str(spec.env), spec.search_space)
+        point, notes = zoo_point(str(spec.algorithm), str(spec.env), spec.search_space,
+                                 normalize_observations=bool(spec.normalize.observations))
         return WarmStart(points=(point,), notes=tuple(notes))
     if spec.searcher.name not in TAKES_EVALUATED:
         raise SpecError(

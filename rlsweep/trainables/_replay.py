@@ -1,0 +1,150 @@
+"""A uniform episode replay buffer that samples 1-step (or n-step) transitions without RLlib's per-sample waste.
+
+RLlib's ``EpisodeReplayBuffer._sample_episodes`` (ray 2.60) builds each sampled transition by slicing the
+stored episode (a whole ``SingleAgentEpisode`` with its lookback buffers), sums its rewards through
+``scipy.signal.lfilter``, builds a second ``SingleAgentEpisode`` from the slice and hashes ``"<id>-<t>"`` with
+SHA-256 for one metric. :class:`FastEpisodeReplayBuffer` draws the same indices from the same generator and
+reads the few values a transition needs straight from the stored episode, so a batch is the same, item for
+item, as ``EpisodeReplayBuffer``'s from a generator in the same state (tests/trainables/test_replay_buffer.py).
+This is the 1-step sampling SAC and DQN do by default (``n_step=1``, as SB3); anything else (n-step returns,
+sequences, ``sample_episodes=False``) goes to RLlib's own code.
+
+RLlib's SAC and DQN refuse any replay buffer ``type`` but their four built-in names when they validate their
+config (sac.py ``validate``), so the class is put in by :func:`use_fast_replay_buffer` once the algorithm is
+built; see docs/benchmarks.md for what it gains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+
+
+class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
+    """RLlib's uniform ``EpisodeReplayBuffer`` with a faster transition sampler.
+
+    Args:
+        capacity: env steps the buffer holds (RLlib's meaning).
+        seed: seeds the generator transitions are drawn from (RLlib's buffer draws from an unseeded one).
+        **kwargs: passed to ``EpisodeReplayBuffer``.
+    """
+
+    def __init__(self, capacity: int = 10000, *, seed: int | None = None, **kwargs: Any) -> None:
+        super().__init__(capacity, **kwargs)
+        self.rng = np.random.default_rng(seed)
+
+    def _sample_episodes(  # type: ignore[override]
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        batch_length_T: int | None = None,
+        n_step: int | tuple[int, int] | None = None,
+        gamma: float = 0.99,
+        include_infos: bool = False,
+        include_extra_model_outputs: bool = False,
+        to_numpy: bool = False,
+        lookback: int = 1,
+        min_batch_length_T: int = 0,
+        **kwargs: Any,
+    ) -> list[SingleAgentEpisode]:
+        if batch_length_T or min_batch_length_T or n_step != 1 or (num_items and batch_size_B):
+            # Sequences and n-steps: RLlib's own sampler. With n > 1 RLlib's batch-size count goes down near an
+            # episode's end (its B += ... can be negative), so the number of draws depends on each draw.
+            return super()._sample_episodes(
+                num_items, batch_size_B=batch_size_B, batch_length_T=batch_length_T, n_step=n_step, gamma=gamma,
+                include_infos=include_infos, include_extra_model_outputs=include_extra_model_outputs,
+                to_numpy=to_numpy, lookback=lookback, min_batch_length_T=min_batch_length_T, **kwargs,
+            )
+        batch_size = num_items or batch_size_B or self.batch_size_B
+        self._last_sampled_indices = []
+        # One draw of B indices is the same stream as B scalar draws (numpy's Generator.integers).
+        drawn = self.rng.integers(len(self._indices), size=batch_size)
+        evicted = self._num_episodes_evicted
+        n_step_column = np.full((1 + lookback,), n_step)
+        sampled: list[SingleAgentEpisode] = []
+        steps_seen: set[tuple[int, int]] = set()
+        episodes_seen: set[int] = set()
+        for position in drawn.tolist():
+            index = self._indices[position]
+            episode_idx, ts = index[0] - evicted, index[1]
+            episode = self.episodes[episode_idx]
+            stop = ts + 1
+            # A slice keeps the episode's end only when it stops exactly at it (SingleAgentEpisode.slice).
+            at_end = stop == len(episode)
+            transition = SingleAgentEpisode(
+                id_=episode.id_,
+                agent_id=episode.agent_id,
+                module_id=episode.module_id,
+                observation_space=episode.observation_space,
+                action_space=episode.action_space,
+                observations=[episode.get_observations(ts), episode.get_observations(stop)],
+                actions=[episode.get_actions(ts)],
+                rewards=[np.float64(episode.get_rewards(ts))],  # lfilter's float64 of a 1-step return
+                infos=[episode.get_infos(ts), episode.get_infos(stop)],
+                terminated=episode.is_terminated and at_end,
+                truncated=episode.is_truncated and at_end,
+                extra_model_outputs=(
+                    {k: [episode.get_extra_model_outputs(k, 0)] for k in episode.extra_model_outputs}
+                    if include_extra_model_outputs
+                    else {}
+                ),
+                t_started=ts,
+                len_lookback_buffer=0,
+            )
+            transition.extra_model_outputs["n_step"] = InfiniteLookbackBuffer(n_step_column.copy(), lookback=lookback)
+            transition.extra_model_outputs["weights"] = InfiniteLookbackBuffer(
+                np.ones((1 + lookback,)), lookback=lookback
+            )
+            sampled.append(transition)
+            steps_seen.add((index[0], ts))
+            episodes_seen.add(episode_idx)
+        self.sampled_timesteps += batch_size
+        self._update_sample_metrics(
+            num_env_steps_sampled=batch_size,
+            num_episodes_per_sample=len(episodes_seen),
+            num_env_steps_per_sample=len(steps_seen),
+            sampled_n_step=float(n_step),
+            num_resamples=0,
+            agent_to_num_steps_sampled={DEFAULT_AGENT_ID: batch_size},
+            agent_to_num_episodes_per_sample={DEFAULT_AGENT_ID: len(episodes_seen)},
+            agent_to_num_steps_per_sample={DEFAULT_AGENT_ID: len(steps_seen)},
+            agent_to_sampled_n_step={DEFAULT_AGENT_ID: float(n_step)},
+            agent_to_num_resamples={DEFAULT_AGENT_ID: 0},
+            module_to_num_steps_sampled={DEFAULT_MODULE_ID: batch_size},
+            module_to_num_episodes_per_sample={DEFAULT_MODULE_ID: len(episodes_seen)},
+            module_to_num_steps_per_sample={DEFAULT_MODULE_ID: len(steps_seen)},
+            module_to_sampled_n_step={DEFAULT_MODULE_ID: float(n_step)},
+            module_to_num_resamples={DEFAULT_MODULE_ID: 0},
+        )
+        return sampled
+
+
+def use_fast_replay_buffer(algorithm: Any, *, seed: int | None = None) -> None:
+    """Puts a :class:`FastEpisodeReplayBuffer` in place of a built algorithm's uniform ``EpisodeReplayBuffer``
+    (usable as an ``on_algorithm_init`` callback), before anything is stored in it.
+
+    Raises:
+        ValueError: the algorithm's buffer is not RLlib's uniform ``EpisodeReplayBuffer`` (a prioritized buffer
+            samples another distribution), or it already holds episodes.
+    """
+    current = algorithm.local_replay_buffer
+    if type(current) is not EpisodeReplayBuffer:
+        raise ValueError(
+            "training.replay_buffer_config.type must be 'EpisodeReplayBuffer' (uniform) for the fast buffer, "
+            f"got {type(current).__name__}"
+        )
+    if len(current.episodes):
+        raise ValueError(f"the replay buffer already holds {len(current.episodes)} episodes")
+    algorithm.local_replay_buffer = FastEpisodeReplayBuffer(
+        current.capacity,
+        batch_size_B=current.batch_size_B,
+        batch_length_T=current.batch_length_T,
+        metrics_num_episodes_for_smoothing=getattr(current, "_metrics_num_episodes_for_smoothing", 100),
+        seed=seed,
+    )

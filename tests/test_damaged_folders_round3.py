@@ -233,8 +233,15 @@ def _folder(path: Path) -> None:
 
 def _socket(path: Path) -> None:
     path.unlink()
-    with socket.socket(socket.AF_UNIX) as server:
-        server.bind(str(path))
+    # Bound by a path relative to its folder: a socket's path may be at most 107 bytes, and a test's
+    # folder under pytest-xdist's workers is longer than that.
+    here = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(path.name)
+    finally:
+        os.chdir(here)
 
 
 def _device(path: Path) -> None:

@@ -360,6 +360,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=["rlsweep", "raw-tune", "zoo"])
     parser.add_argument("--cap-s", type=float, default=600.0)
+    parser.add_argument("--condition", default="quiet",
+                        help="what else ran on the machine, kept in the results file (e.g. 'busy-load: one nice 10 busy loop per core')")
     parser.add_argument("--run-side", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
@@ -379,6 +381,7 @@ def main() -> None:
         return
 
     measured = commit()  # at the start: the tree may change while the sides run
+    load_before = os.getloadavg()
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="time-to-solve-") as tmp:
         for index, seed in enumerate(args.seeds):
@@ -424,7 +427,8 @@ def main() -> None:
     out.write_text(json.dumps({
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "commit": measured,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "condition": args.condition, "load_average_before": load_before, "load_average_after": os.getloadavg()},
         "versions": versions(),
         "setup": {"task": args.task, **asdict(task), "concurrency": CONCURRENCY, "eval_episodes": EVAL_EPISODES,
                   "cap_s": args.cap_s},

@@ -1,0 +1,91 @@
+"""Mutation-testing gaps of rlsweep/analysis/_confirm.py (issue 30 item 5): what a confirmation reports for a
+configuration short of scores, and which run's evaluation counts as its final score."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rlsweep import store
+from rlsweep.analysis._confirm import CONFIRM_METRIC, ConfirmationPlan, iqm_interval, scores_from, summarize
+
+
+def plan_of(*candidates: str, seeds=(1000, 1001, 1002)) -> ConfirmationPlan:
+    return ConfirmationPlan(
+        candidates=candidates,
+        configs={c: {"training.lr": 0.001} for c in candidates},
+        tuning_values={c: 100.0 for c in candidates},
+        tuning_seeds={c: [7, 8] for c in candidates},
+        test_seeds=tuple(seeds),
+        rule="avg-last-3",
+        metric="return_mean",
+        episodes=10,
+    )
+
+
+def test_a_configuration_without_any_score_is_reported_with_its_tuning_seeds_and_no_interval():
+    plan = plan_of("b", "a", "c")  # the plan's order (best tuning value first) is not the confirmation's
+    result = summarize(plan, {"a": {1000: 5.0, 1001: 6.0}, "c": {1000: 3.0}}, missing={"b": ["seed 1000: never started"]})
+    rows = {r["trial_id"]: r for r in result["configurations"]}
+    assert rows["b"]["per_seed"] == {} and rows["b"]["missing"] == ["seed 1000: never started"]
+    assert rows["a"]["tuning_seeds"] == [7, 8]
+    for name in ("b", "c"):  # short of two scores: no IQM and no interval, both ends NaN (JSON null)
+        assert all(math.isnan(rows[name][k]) for k in ("iqm", "ci_low", "ci_high"))
+    assert result["winner"] == "a" and result["tuning_metric"] == "return_mean"
+    # Ranked by IQM, those without one last; odds only between configurations that both have scores.
+    assert [r["trial_id"] for r in result["configurations"]] == ["a", "b", "c"]
+    assert [r["rank"] for r in result["configurations"]] == [1, 2, 3]
+    assert set(rows["a"]["p_beats"]) == {"c"} and set(rows["c"]["p_beats"]) == {"a"} and rows["b"]["p_beats"] == {}
+
+
+def test_nothing_scored_has_no_winner_and_equal_scores_tie_with_it():
+    nothing = summarize(plan_of("a", "b"), {}, missing={})
+    assert nothing["winner"] is None and nothing["ties"] == []
+    # Two configurations scoring the same on every seed: intervals (10, 10) that touch at both ends are a tie.
+    same = summarize(plan_of("a", "b"), {c: {1000: 10.0, 1001: 10.0, 1002: 10.0} for c in "ab"}, missing={})
+    assert same["winner"] == "a" and same["ties"] == ["b"]
+
+
+def test_an_interval_of_one_value_or_equal_values_is_that_value_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy warns of a degenerate sample: noise on the user's terminal
+        assert iqm_interval([5.0]) == (5.0, 5.0)
+        assert iqm_interval([7.0, 7.0, 7.0]) == (7.0, 7.0)
+
+
+def test_the_interval_uses_the_10000_resamples_the_result_states():
+    """Forty spread-out scores: the interval's ends move with the resample count (9,999 would differ)."""
+    import numpy as np
+    from scipy.stats import bootstrap, trim_mean
+
+    values = [0.1 * i**1.5 for i in range(1, 41)]
+    expected = bootstrap(
+        (np.asarray(values),), lambda sample, axis: trim_mean(sample, 0.25, axis=axis), confidence_level=0.95,
+        n_resamples=10_000, method="percentile", random_state=np.random.default_rng(0),
+    ).confidence_interval
+    assert iqm_interval(values) == (pytest.approx(expected.low, rel=1e-9), pytest.approx(expected.high, rel=1e-9))
+
+
+def trial(trial_id: str, candidate: str, seed: int, evals: list[float], *, steps: int = 4000, state=store.TERMINATED) -> store.Trial:
+    rows = tuple({"env_steps": steps * (i + 1) // len(evals), CONFIRM_METRIC: v} for i, v in enumerate(evals))
+    return store.Trial(trial_id, Path("/exp") / trial_id, {store.CANDIDATE_KEY: candidate, store.TEST_SEED_KEY: seed}, rows, state)
+
+
+def test_the_final_evaluation_is_the_score_and_runs_short_of_the_budget_or_errored_are_missing_with_why():
+    plan = plan_of("a", seeds=(1000, 1001, 1002, 1003))
+    trials = [
+        trial("other", "not-a-candidate", 1000, [1.0]),  # a run of no candidate, listed first: skipped, not the end
+        trial("t0", "a", 1000, [10.0, 20.0, 30.0]),
+        trial("t1", "a", 1001, [10.0, 99.0], steps=2000, state=store.RUNNING),  # scored, but short of the budget
+        trial("t2", "a", 1002, [10.0, 50.0], state=store.ERROR),
+    ]
+    scores, missing = scores_from(trials, plan, budget=4000)
+    assert scores == {"a": {1000: 30.0}}
+    assert missing["a"] == [
+        "seed 1001: RUNNING at 2000 env steps",
+        f"seed 1002: errored ({Path('/exp/t2') / store.ERROR_FILE})",
+        "seed 1003: never started",
+    ]

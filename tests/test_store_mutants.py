@@ -1,0 +1,105 @@
+"""Mutation-testing gaps of rlsweep/store.py (issue 30 item 5): how a failure's line is shortened for the
+terminal, and how the live logger reads the rows Tune appended since its last look."""
+
+from __future__ import annotations
+
+import json
+
+from rlsweep import store
+
+
+def test_a_failure_line_longer_than_300_characters_is_cut_to_300_with_an_ellipsis(tmp_path):
+    error = tmp_path / store.ERROR_FILE
+    last = "".join(str(i % 10) for i in range(400))
+    error.write_text(f"Failure # 1\nTraceback ...\n  something\nValueError: {'x' * 350}\n{last}\n")
+    line = store.last_error_line(error)
+    assert line == last[:297] + "..." and len(line) == 300
+    exact = "y" * 300  # exactly the limit: shown whole
+    error.write_text(f"Failure # 1\n{'z' * 400}\n{exact}\n")
+    assert store.last_error_line(error) == exact
+
+
+def test_only_the_last_64_kib_of_an_error_file_are_read(tmp_path):
+    """A last line longer than the 64 KiB read from the file's end shows from where that window starts."""
+    error = tmp_path / store.ERROR_FILE
+    huge = "".join(str(i % 7) for i in range(70 * 1024))
+    error.write_text(f"Failure # 1\n{huge}")
+    assert store.last_error_line(error) == huge[-64 * 1024 :][:297] + "..."
+
+
+def test_the_live_logger_reads_complete_rows_from_its_offset_and_waits_for_a_cut_line(tmp_path):
+    result = tmp_path / "result.json"
+    first = json.dumps({"env_steps": 100, "episode_return_mean": 1.5}) + "\n"
+    result.write_text(first + "not json\n" + "[1, 2]\n" + json.dumps({"env_steps": 200, "time_total_s": float("nan")}) + "\n" + '{"env_ste')
+    rows, offset = store.read_new_rows(result, 0)
+    # Garbled lines and a non-object are no rows; a non-finite Tune number is dropped; the cut line waits.
+    assert rows == [{"env_steps": 100, "episode_return_mean": 1.5}, {"env_steps": 200}]
+    assert offset == result.stat().st_size - len('{"env_ste')
+    assert store.read_new_rows(result, offset) == ([], offset)  # nothing complete since
+    with result.open("a") as handle:
+        handle.write('ps": 300}\n')
+    assert store.read_new_rows(result, offset) == ([{"env_steps": 300}], result.stat().st_size)
+    rows, later = store.read_new_rows(result, len(first))  # from the second line on
+    assert rows == [{"env_steps": 200}, {"env_steps": 300}] and later == result.stat().st_size
+
+
+def test_the_live_logger_reads_nothing_from_a_missing_file_or_a_folder(tmp_path):
+    assert store.read_new_rows(tmp_path / "gone.json", 17) == ([], 17)
+    (tmp_path / "result.json").mkdir()
+    assert store.read_new_rows(tmp_path / "result.json", 5) == ([], 5)
+
+
+def test_reading_trials_warns_of_skipped_lines_only_where_lines_were_skipped(tmp_path, caplog):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    garbled = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001})
+    with (garbled / store.RESULT_FILE).open("a") as handle:
+        handle.write("{cut off\n")
+    unreadable = write_trial(root, "bbbbb_00001", [1.0], config={"training.lr": 0.002})
+    (unreadable / store.RESULT_FILE).unlink()
+    (unreadable / store.RESULT_FILE).mkdir()  # a folder where the results belong: damage, no skipped lines
+    with caplog.at_level("WARNING"):
+        trials = store.read_trials(root, budget_env_steps=4000)
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"{garbled.name}: skipped 1 unreadable line(s) of {store.RESULT_FILE}" in messages
+    assert not any("skipped" in m and unreadable.name in m for m in messages)
+    assert {t.trial_id: t.state for t in trials}["bbbbb_00001"] == store.UNREADABLE
+
+
+def test_a_trial_without_params_takes_its_config_from_tunes_state(tmp_path):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    folder = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001})
+    (folder / store.PARAMS_FILE).unlink()  # lost: Tune's state still records the draw
+    trial_json = {"trial_id": "aaaaa_00000", "status": "RUNNING", store.TRIAL_DIR_KEY: folder.name, store.CONFIG_KEY: {"training.lr": 0.005}}
+    state = {"trial_data": [[json.dumps(trial_json), json.dumps({"num_failures": 0})]]}
+    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(state))
+    (trial,) = store.read_trials(root, budget_env_steps=4000)
+    assert trial.config == {"training.lr": 0.005}
+
+
+def test_a_trial_whose_rows_name_no_string_id_is_named_by_its_folder(tmp_path):
+    from tests.experiments import new_experiment
+
+    root = new_experiment(tmp_path / "exp")
+    folder = root / "train_abcde_00007_7_lr=0.1"
+    folder.mkdir()
+    (folder / store.RESULT_FILE).write_text(json.dumps({"trial_id": 123, "env_steps": 10}) + "\n")
+    (trial,) = store.read_trials(root, budget_env_steps=4000)
+    assert trial.trial_id == "abcde_00007"
+
+
+def test_recorded_settings_that_are_no_mapping_read_as_none(tmp_path):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    folder = write_trial(root, "aaaaa_00000", [1.0], config={"training.lr": 0.001})
+    (folder / store.TRIAL_FILE).write_text("[1, 2]")
+    (trial,) = store.read_trials(root, budget_env_steps=4000)
+    assert trial.settings is None and trial.seeds == []
+
+
+def test_no_results_file_is_no_rows_and_no_bad_line(tmp_path):
+    assert store.read_rows(tmp_path / store.RESULT_FILE) == ([], 0)

@@ -1,5 +1,5 @@
 """Faults a sweep meets, tried for real: a driver killed with SIGKILL and resumed, trials whose env raises,
-a two-node Ray cluster, garbled result files, missing checkpoints, an MLflow server that is down, and a
+Ray clusters of two nodes (one that joins and dies mid-sweep), garbled result files, missing checkpoints, an MLflow server that is down, and a
 spec edited between run and resume."""
 
 from __future__ import annotations
@@ -256,35 +256,6 @@ def test_a_diverging_config_ends_its_trial_once_with_one_line_and_is_no_candidat
     assert [b.trial_id for b in sweep.ranked("max")] == [healthy.trial_id]
 
 
-CLUSTER_SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    from ray.cluster_utils import Cluster
-    import rlsweep
-    from rlsweep.analysis import load
-    from tests.conftest import small_ppo
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    try:
-        spec = rlsweep.load_spec(small_ppo("cluster", sys.argv[1], budget={"env_steps": 1500, "trials": 4}))
-        result = rlsweep.run(spec, address=cluster.address, verbose=0)
-        sweep = load(result.path)
-        print(json.dumps({
-            "nodes": sorted({n.node_id for n in cluster.list_all_nodes()}),
-            "trials": {t.trial_id: {"node": t.rows[-1].get("node_id"), "state": t.state,
-                                      "env_steps": t.rows[-1]["env_steps"]} for t in sweep.trials},
-        }))
-    finally:
-        import ray
-
-        ray.shutdown()
-        cluster.shutdown()
-    """
-)
-
-
 def _on_a_cluster(tmp_path: Path, script_text: str) -> dict:
     """Run a script that builds a local Ray cluster and sweeps on it, in its own process and session (this
     test's Ray session must not be the cluster's driver); returns the JSON report it prints last."""
@@ -407,16 +378,6 @@ def test_a_node_joins_mid_sweep_and_is_used_then_dies_and_its_trial_resumes_on_t
     resumed_at = trial.rows[moved]["env_steps"]
     assert resumed_at > 250 and (resumed_at - 250) % 500 == 0 and resumed_at >= lost_at - 250, (resumed_at, lost_at)
     assert [r["env_steps"] for r in trial.raw_rows].count(250) == 1, "the trial started over from 0"
-
-
-def test_a_sweep_runs_on_a_two_node_cluster(tmp_path):
-    report = _on_a_cluster(tmp_path, CLUSTER_SCRIPT)
-    assert len(report["nodes"]) == 2
-    trials = report["trials"]
-    assert len(trials) == 4
-    assert all(t["state"] == "TERMINATED" and t["env_steps"] >= 1500 for t in trials.values())
-    # One CPU per node and one per trial: the trials ran on both nodes.
-    assert {t["node"] for t in trials.values()} == set(report["nodes"])
 
 
 UNSHARED_STORAGE_SCRIPT = textwrap.dedent(
@@ -549,7 +510,8 @@ def test_trials_with_a_remote_learner_each_run_across_two_nodes_and_what_no_node
     trials = report["trials"]
     assert len(trials) == 4 and all(t["state"] == "TERMINATED" and t["env_steps"] >= 1500 for t in trials.values())
     # Two trials at a time, one per node (each node holds one trial's process and its learner), and the
-    # learners themselves ran on both nodes: one remote learner per trial, four in all.
+    # learners themselves ran on both nodes: one remote learner per trial, four in all. (This is also the
+    # suite's sweep on a two-node cluster: the trials' own processes were placed on both nodes.)
     assert {n for t in trials.values() for n in t["nodes"]} == set(report["nodes"])
     learners = {trial_id: {r["learner_node_ids"] for r in t["rows"]} for trial_id, t in trials.items()}
     assert all(len(nodes) == 1 and "," not in next(iter(nodes)) for nodes in learners.values()), learners
@@ -566,12 +528,24 @@ def test_trials_with_a_remote_learner_each_run_across_two_nodes_and_what_no_node
             assert parts == pytest.approx(row["iteration_time_s"], rel=1e-6, abs=1e-6)
 
 
-@pytest.fixture
-def finished(tmp_path, ray_runtime):
+@pytest.fixture(scope="module")
+def finished_once(tmp_path_factory, ray_runtime) -> Path:
+    """One finished 3-trial sweep (4 rows and 2 checkpoints a trial) for this module's tests that read it or
+    damage it (each damages a copy: :func:`finished`), and for the interrupted export."""
+    root = tmp_path_factory.mktemp("finished")
     spec = rlsweep.load_spec(
-        small_ppo("finished", tmp_path / "results", budget={"env_steps": 1000, "trials": 2}, checkpoint={"every_env_steps": 500, "keep": 2})
+        small_ppo("finished", root / "results", batch=250, epochs=1, budget={"env_steps": 1000, "trials": 3},
+                  checkpoint={"every_env_steps": 500, "keep": 2})
     )
     return rlsweep.run(spec, verbose=0).path
+
+
+@pytest.fixture
+def finished(finished_once, tmp_path) -> Path:
+    """A copy of :func:`finished_once` of this test's own (``cp -a``: a sweep copied is still a sweep)."""
+    copy = tmp_path / "results" / finished_once.name
+    shutil.copytree(finished_once, copy, symlinks=True)
+    return copy
 
 
 def test_garbled_result_lines_and_missing_checkpoints_lose_nothing_else(finished):
@@ -585,6 +559,7 @@ def test_garbled_result_lines_and_missing_checkpoints_lose_nothing_else(finished
     assert [r["env_steps"] for r in again.rows] == [r["env_steps"] for r in trial.rows]
 
     best = load(finished).best(rule="max")
+    assert best.checkpoint.is_relative_to(finished)  # the copy's own, not the sweep the copy was made of
     shutil.rmtree(best.checkpoint)
     other = load(finished).best(rule="max")
     assert other.checkpoint is None or (other.checkpoint != best.checkpoint and other.checkpoint.exists())
@@ -647,14 +622,12 @@ def _stop_server(process: subprocess.Popen, url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def export_interrupted_then_rerun(tmp_path_factory, ray_runtime):
+def export_interrupted_then_rerun(tmp_path_factory, finished_once):
     """A 3-trial sweep exported to a real MLflow server that is stopped after the 2nd of 3 child runs was
     created; then the server is restarted on the same store and port and the export run again."""
     root = tmp_path_factory.mktemp("export-down")
-    spec = rlsweep.load_spec(
-        small_ppo("interrupted", root / "results", batch=250, epochs=1, budget={"env_steps": 1000, "trials": 3})
-    )
-    path = rlsweep.run(spec, verbose=0).path
+    path = root / "results" / finished_once.name
+    shutil.copytree(finished_once, path, symlinks=True)
     store, port = f"sqlite:///{root / 'store.db'}", free_port()
     # MLflow's job runner (huey consumers) would outlive the server; this test stops the server by hand.
     env = {**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
@@ -757,13 +730,13 @@ def test_a_spec_edited_between_run_and_resume_is_refused_with_the_differences(fi
     with pytest.raises(SpecError) as info:
         rlsweep.resume(finished)
     messages = "\n".join(p.message for p in info.value.problems)
-    assert "budget.trials: 2 -> 5" in messages
+    assert "budget.trials: 3 -> 5" in messages
     assert "search_space.training.lr.loguniform" in messages
     # Through the CLI: exit 2 and the same list.
     done = subprocess.run(
         [sys.executable, "-m", "rlsweep.cli", "resume", str(finished)], env=_env(), capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 2 and "budget.trials: 2 -> 5" in done.stderr
+    assert done.returncode == 2 and "budget.trials: 3 -> 5" in done.stderr
 
 
 STRAY_PROBE = """

@@ -14,8 +14,8 @@ import yaml
 from tests.conftest import REPO, TINY_SPEC
 
 
-def rlsweep(*args, cwd=None, timeout=600):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def rlsweep(*args, cwd=None, timeout=600, home=None):
+    env = {**os.environ, "PYTHONPATH": str(REPO), **({"HOME": str(home)} if home else {})}
     return subprocess.run(
         [sys.executable, "-m", "rlsweep.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout
     )
@@ -79,6 +79,10 @@ def test_sample_is_reproducible_with_a_seed(spec_file):
 
 @pytest.mark.slow
 def test_run_best_export_from_the_shell(spec_file, tmp_path):
+    """A sweep, then what a user does with it from the shell. Every command runs with a HOME of its own:
+    RLlib logs each algorithm built outside Tune's own trainable (the memory measurement before the sweep,
+    `evaluate`'s policies) to a folder of ~/ray_results, and a trial a stop rule ends early skips its
+    cleanup; rlsweep writes nothing outside its storage and the MLflow store."""
     document = copy.deepcopy(TINY_SPEC)
     document.update(
         budget={"env_steps": 2000, "trials": 2},
@@ -86,12 +90,22 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path):
         checkpoint={"every_env_steps": 1000, "keep": 1},
         storage=str(tmp_path / "results"),
         mlflow={"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}", "experiment": "cli"},
+        # Every trial ends at its first result (1000 env steps), by the rule; memory measured before the sweep.
+        stop={"return_mean": 0},
+        ray={"memory_check": "measure"},
     )
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def rlsweep(*args):
+        return globals()["rlsweep"](*args, home=home)
+
     done = rlsweep("run", spec_file(document), "--quiet", "--set", "ray.num_cpus=2")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "best trial:" in done.stdout and "checkpoint:" in done.stdout and "mlflow:" in done.stdout
     experiment = tmp_path / "results" / "tiny"
     assert experiment.is_dir()
+    assert not (home / "ray_results").exists(), sorted(p.name for p in (home / "ray_results").iterdir())
 
     best = rlsweep("best", experiment, "--json", "--rule", "max")
     assert best.returncode == 0, best.stderr
@@ -120,3 +134,4 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path):
     refused = rlsweep("run", spec_file({**document, "env": "NoSuchEnv-v9", "name": "refused"}), "--quiet")
     assert refused.returncode == 2 and refused.stderr.startswith("env: "), refused.stderr[-3000:]
     assert not (tmp_path / "results" / "refused").exists() and "Traceback" not in refused.stderr
+    assert not (home / "ray_results").exists(), sorted(p.name for p in (home / "ray_results").iterdir())

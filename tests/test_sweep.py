@@ -29,27 +29,6 @@ def test_run_with_an_address_where_nothing_answers_exits_2_at_once(tmp_path, add
 
 
 @pytest.mark.slow
-def test_validate_and_a_sweep_leave_nothing_in_home(tmp_path):
-    """RLlib logs each algorithm built outside Tune's own trainable to a folder of ~/ray_results; a sweep
-    writes nothing outside its storage (and the MLflow store), also when a rule ends its trials early (their
-    cleanup does not run then)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    spec = tmp_path / "spec.yaml"
-    document = {**TINY_SPEC, "storage": str(tmp_path / "results"), "mlflow": None,
-                "budget": {"env_steps": 2000, "trials": 2}, "scheduler": "fifo", "stop": {"return_mean": 0},
-                "ray": {"memory_check": "measure"}}  # the measurement builds an algorithm outside Tune too
-    spec.write_text(yaml.safe_dump(document))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)}
-    for command in (["validate", str(spec)], ["run", str(spec), "--quiet", "--set", "ray.num_cpus=2"]):
-        done = subprocess.run([sys.executable, "-m", "rlsweep.cli", *command], capture_output=True, text=True,
-                              env=env, timeout=600, start_new_session=True)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert not (home / "ray_results").exists(), sorted(p.name for p in (home / "ray_results").iterdir())
-    assert len(list((tmp_path / "results" / "tiny").glob("train_*"))) == 2
-
-
-@pytest.mark.slow
 def test_a_metric_key_the_algorithm_does_not_report_ends_the_sweep_as_a_spec_error(tmp_path):
     """It can only be known from the first result (a key one typo from RLlib's own is refused at validate:
     tests/test_preflight_round3.py); it is the spec's error (exit 2), not a trial failure to retry on every

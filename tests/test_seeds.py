@@ -43,10 +43,16 @@ def learning(row: dict[str, Any]) -> dict[str, float]:
     return {k: row[k] for k in [*keys, "return_mean", "episodes"]}
 
 
+@pytest.fixture(scope="module")
+def seeded_twice(tmp_path_factory, ray_runtime) -> list[list[Any]]:
+    """The same seeded spec run twice, each run's trials in creation order (read by two tests)."""
+    root = tmp_path_factory.mktemp("seeded")
+    return [by_index(rlsweep.run(rlsweep.load_spec(seeded_doc(root / run)), verbose=0).path) for run in ("a", "b")]
+
+
 @pytest.mark.slow
-def test_the_same_spec_twice_reruns_the_same_configs_seeds_and_metrics(ray_runtime, tmp_path):
-    sweeps = [by_index(rlsweep.run(rlsweep.load_spec(seeded_doc(tmp_path / run)), verbose=0).path) for run in ("a", "b")]
-    first, second = sweeps
+def test_the_same_spec_twice_reruns_the_same_configs_seeds_and_metrics(seeded_twice):
+    first, second = seeded_twice
     assert [dict(t.config) for t in first] == [dict(t.config) for t in second]
     assert [t.seed for t in first] == [t.seed for t in second]
     # Each trial has its own seed in seeds.tuning, drawn from searcher.seed (0) and its index.
@@ -76,12 +82,11 @@ def test_the_seed_drives_what_a_trial_learns(ray_runtime, tmp_path):
 
 
 @pytest.mark.slow
-def test_reproduce_reruns_a_trial_into_a_new_directory(ray_runtime, tmp_path, capsys):
-    original = by_index(rlsweep.run(rlsweep.load_spec(seeded_doc(tmp_path / "results")), verbose=0).path)
-    trial = original[1]
+def test_reproduce_reruns_a_trial_into_a_new_directory(seeded_twice, capsys):
+    trial = seeded_twice[0][1]
     assert main(["reproduce", str(trial.path.parent), trial.trial_id[:5]]) == 0
     printed = capsys.readouterr().out
-    (again,) = load(tmp_path / "results" / f"seeded-reproduce-{trial.trial_id}").trials
+    (again,) = load(trial.path.parent.parent / f"seeded-reproduce-{trial.trial_id}").trials
     assert f"seeded-reproduce-{trial.trial_id}" in printed
     assert (again.seed, dict(again.config)) == (trial.seed, {**trial.config, "debugging.seed": trial.seed})
     assert [learning(r) for r in again.rows] == [learning(r) for r in trial.rows]

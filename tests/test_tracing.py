@@ -47,6 +47,9 @@ def traced(tmp_path_factory, ray_runtime, server):
             evaluation={"episodes": 2, "every_env_steps": 1000},
             mlflow={"tracking_uri": server, "experiment": EXPERIMENT, "export": False},
             tracing={"to": "mlflow"},
+            # CartPole that records whether each process it is made in has imported OpenTelemetry: with
+            # tracing on, the trials' processes have (the control for the tracing-off probe test below).
+            env="tests.envs.import_probe:ImportProbe", env_config={"out": str(root / "probe.jsonl")},
         )
     )
     result = rlsweep.run(spec, verbose=0)
@@ -226,17 +229,25 @@ print(json.dumps({"pid": os.getpid(), "modules": sorted(m for m in sys.modules i
 """
 
 
-@pytest.mark.parametrize("tracing", [None, {"otlp_endpoint": "http://127.0.0.1:9"}], ids=["off", "on"])
-def test_with_tracing_off_no_process_imports_opentelemetry(tmp_path, tracing):
+def test_with_tracing_on_the_import_probes_see_opentelemetry(traced):
+    """The control for the test below: the same probes, in the traced sweep's trial processes (and its
+    driver, this process, which loaded an exporter), see OpenTelemetry, so they can tell."""
+    sweep, *_ = traced
+    probes = [json.loads(line) for line in (sweep.path.parent.parent / "probe.jsonl").read_text().splitlines()]
+    trials = [p for p in probes if p["pid"] != os.getpid()]
+    assert trials and all(p["opentelemetry"] for p in trials), probes
+    assert any(name.startswith("opentelemetry.exporter") for name in sys.modules)
+
+
+def test_with_tracing_off_no_process_imports_opentelemetry(tmp_path):
     """Every trial process imports no OpenTelemetry at all (the env the trial builds records what its
     process imported), and the driver loads no exporter. (Ray Tune itself imports MLflow, and with it
     OpenTelemetry's API and SDK, in every driver that passes callbacks: its usage count of callback
-    classes.) With tracing on, the same probes see them, so they can tell."""
+    classes.)"""
     probe = tmp_path / "probe.jsonl"
     document = small_ppo(
         "probe", tmp_path / "results", budget={"env_steps": 500, "trials": 2},
         env="tests.envs.import_probe:ImportProbe", env_config={"out": str(probe)}, mlflow=None,
-        **({"tracing": tracing} if tracing else {}),
     )
     document.pop("search_space", None)
     done = subprocess.run(
@@ -248,7 +259,4 @@ def test_with_tracing_off_no_process_imports_opentelemetry(tmp_path, tracing):
     # The driver makes the env once before launch (pre-flight); the rest are the trials'.
     trials = [p for p in map(json.loads, probe.read_text().splitlines()) if p["pid"] != driver["pid"]]
     assert trials, "no trial built its env"
-    if tracing is None:
-        assert driver["modules"] == [] and not any(t["opentelemetry"] for t in trials), (driver, trials)
-    else:
-        assert driver["modules"] and all(t["opentelemetry"] for t in trials), (driver, trials)
+    assert driver["modules"] == [] and not any(t["opentelemetry"] for t in trials), (driver, trials)

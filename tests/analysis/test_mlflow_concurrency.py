@@ -25,11 +25,12 @@ pytestmark = pytest.mark.slow
 TRIALS, ROWS = 12, 20
 
 
-@pytest.fixture
-def server(tmp_path):
-    """A real ``mlflow server`` on 127.0.0.1 with a SQLite store; (url, restart) where ``restart(down_s)``
-    stops it by its process group and starts it again on the same port and store."""
-    port, backend = free_port(), f"sqlite:///{tmp_path / 'server.db'}"
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real ``mlflow server`` on 127.0.0.1 with a SQLite store, shared by this module's tests (each writes
+    sweeps of its own ids, and checks runs by sweep id); (url, stop, start), where stop and start end it by
+    its process group and start it again on the same port and store (a test that stops it starts it again)."""
+    port, backend = free_port(), f"sqlite:///{tmp_path_factory.mktemp('server') / 'server.db'}"
     state = {"process": start_server(backend, port)[0]}
 
     def stop() -> None:

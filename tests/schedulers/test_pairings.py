@@ -138,33 +138,31 @@ def test_allowed_pairing_validates(searcher, scheduler):
 
 #: The allowed pairings run as real sweeps: every searcher under HyperBand, which both pauses a trial at a rung
 #: (and resumes it from its checkpoint) and stops one, so each searcher sees the two ways a scheduler ends or
-#: holds a trial it suggested; every other scheduler under one searcher (PBT and PB2 under random, their only
-#: one; BOHB under its own searcher). A searcher and a scheduler meet only through Tune's Searcher and
-#: TrialScheduler calls, and each of those calls is made by these sweeps; the rest of the 31 allowed cells
-#: repeated a pairing of the same calls (each still validates above). FIFO with Optuna and ASHA with Optuna
-#: run in most other test modules (conftest.TINY_SPEC); the median rule with grid in
-#: test_a_trailing_trial_is_stopped_at_the_first_decision_point.
+#: holds a trial it suggested; every other scheduler under one searcher (PBT under random, its only one, and
+#: BOHB under its own searcher, run by tests/schedulers/test_pbt_and_bohb.py with the same checks). A searcher
+#: and a scheduler meet only through Tune's Searcher and TrialScheduler calls, and each of those calls is made
+#: by these sweeps; the rest of the 31 allowed cells repeated a pairing of the same calls (each still validates
+#: above). FIFO and ASHA with Optuna also run in most other test modules (conftest.TINY_SPEC), the median rule
+#: with grid in test_a_trailing_trial_is_stopped_at_the_first_decision_point.
 RUN = sorted(
     [(searcher, "hyperband") for searcher in SEARCHERS if searcher != "bohb"]
-    + [("nevergrad", "fifo"), ("hyperopt", "asha"), ("ax", "median"), ("bayesopt", "median"),
-       ("random", "pbt"), ("random", "pb2"), ("bohb", "bohb")]
+    + [("nevergrad", "fifo"), ("hyperopt", "asha"), ("ax", "median"), ("bayesopt", "median"), ("random", "pb2")]
 )
+RUN_ELSEWHERE = [("random", "pbt"), ("bohb", "bohb")]  # tests/schedulers/test_pbt_and_bohb.py
 
 
 def test_the_pairings_run_for_real_cover_every_searcher_and_scheduler():
-    assert set(RUN) <= set(ALLOWED)
-    assert {searcher for searcher, _ in RUN} == set(SEARCHERS)
-    assert {scheduler for _, scheduler in RUN} == set(SCHEDULERS)
+    assert set(RUN + RUN_ELSEWHERE) <= set(ALLOWED)
+    assert {searcher for searcher, _ in RUN + RUN_ELSEWHERE} == set(SEARCHERS)
+    assert {scheduler for _, scheduler in RUN + RUN_ELSEWHERE} == set(SCHEDULERS)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("searcher", "scheduler"), RUN)
-def test_allowed_pairing_runs_a_real_sweep(ray_runtime, tmp_path, searcher, scheduler):
-    spec = rlsweep.load_spec(document(searcher, scheduler, tmp_path))
-    result = rlsweep.run(spec, verbose=0)
+def check_pairing_sweep(spec, result) -> object:
+    """What every sweep of an allowed pairing must show; returns the loaded sweep."""
+    scheduler = spec.scheduler.name
     sweep = load(result.path)
     assert result.errored_trials == 0, [t.error for t in sweep.trials]
-    assert len(sweep.trials) == 2
+    assert len(sweep.trials) == spec.budget.trials
     for trial in sweep.trials:
         assert trial.state == "TERMINATED"
         for parameter in spec.search_space:
@@ -184,6 +182,14 @@ def test_allowed_pairing_runs_a_real_sweep(ray_runtime, tmp_path, searcher, sche
             assert math.isclose(row["hp/training.lr"], row["config"]["training.lr"], rel_tol=1e-6), row["config"]
     if scheduler in ("fifo", "pbt", "pb2"):
         assert all(t.rows[-1]["env_steps"] == spec.budget.env_steps for t in sweep.trials)
+    return sweep
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("searcher", "scheduler"), RUN)
+def test_allowed_pairing_runs_a_real_sweep(ray_runtime, tmp_path, searcher, scheduler):
+    spec = rlsweep.load_spec(document(searcher, scheduler, tmp_path))
+    check_pairing_sweep(spec, rlsweep.run(spec, verbose=0))
 
 
 # --- The early-stopping schedulers act ---------------------------------------------------------------

@@ -9,8 +9,7 @@ import tempfile
 import pytest
 
 import rlsweep
-from rlsweep.analysis import load
-from tests.schedulers.test_pairings import BATCH, document
+from tests.schedulers.test_pairings import BATCH, check_pairing_sweep, document
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +44,7 @@ def test_pbt_mutation_is_the_value_the_learner_uses_on_the_next_iteration(ray_ru
     doc["budget"] = {"env_steps": 8 * BATCH, "trials": 2}  # 7 chances to exploit: one is near certain
     doc["scheduler"]["resample_probability"] = 0.0
     spec = rlsweep.load_spec(doc)
-    sweep = load(rlsweep.run(spec, verbose=0).path)
+    sweep = check_pairing_sweep(spec, rlsweep.run(spec, verbose=0))  # this is the suite's random x pbt sweep
 
     changes = []
     for trial in sweep.trials:
@@ -67,7 +66,7 @@ def test_bohb_resumes_a_paused_trial_with_its_env_steps(ray_runtime, tmp_path):
     doc = document("bohb", "bohb", tmp_path)
     doc["budget"] = {"env_steps": 4 * BATCH, "trials": 3}
     spec = rlsweep.load_spec(doc)
-    sweep = load(rlsweep.run(spec, verbose=0).path)
+    sweep = check_pairing_sweep(spec, rlsweep.run(spec, verbose=0))  # this is the suite's bohb x bohb sweep
     resumed = 0
     for trial in sweep.trials:
         steps = [row["env_steps"] for row in trial.rows]

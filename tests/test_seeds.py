@@ -69,12 +69,14 @@ def test_the_same_spec_twice_reruns_the_same_configs_seeds_and_metrics(seeded_tw
 @pytest.mark.slow
 def test_the_seed_drives_what_a_trial_learns(ray_runtime, tmp_path):
     # No searched parameter: both trials run the same config. Their own seeds make them differ...
-    doc = seeded_doc(tmp_path / "own", search_space={})
+    # (One iteration each: only the first is compared.)
+    short = {"budget": {"env_steps": 1000, "trials": 2, "max_concurrent": 1}, "checkpoint": {"every_env_steps": 1000}}
+    doc = seeded_doc(tmp_path / "own", search_space={}, **short)
     own = by_index(rlsweep.run(rlsweep.load_spec(doc), verbose=0).path)
     assert own[0].seed != own[1].seed
     assert learning(own[0].rows[0]) != learning(own[1].rows[0])
     # ...and one seed set in config makes them the same.
-    doc = seeded_doc(tmp_path / "fixed", search_space={})
+    doc = seeded_doc(tmp_path / "fixed", search_space={}, **short)
     doc["config"]["debugging.seed"] = 7
     fixed = by_index(rlsweep.run(rlsweep.load_spec(doc), verbose=0).path)
     assert [t.seed for t in fixed] == [7, 7]

@@ -149,37 +149,6 @@ def _fast_tier_watcher(request: pytest.FixtureRequest):
     os.environ.pop(FAST_TIER_MARK, None)
 
 
-# --- the order files run in, for two test processes ---------------------------------------------------------
-# `./scripts/test` gives each of its two processes whole files, in the order collected (`--no-loadscope-reorder`:
-# xdist's own reorder puts the files with the most tests first, which are the fast parametrized ones, and
-# left the longest slow files to the end, where one process ran them while the other sat idle). The longest
-# files go first, the rest keep their order, the fast-only files fill the gaps last. The longest, as
-# `--durations` printed them on a clean-clone run (seconds of test time per file, 2026-11-27):
-HEAVIEST_FIRST = (
-    "tests/test_reliability.py",  # 242
-    "tests/schedulers/test_pairings.py",  # 158
-    "tests/test_seeds.py",  # 109
-    "tests/analysis/test_mlflow_concurrency.py",  # 80
-    "tests/test_tracing.py",  # 79
-    "tests/test_memory_check.py",  # 75
-    "tests/test_readme_claims.py",  # 75
-    "tests/test_cli.py",  # 68
-    "tests/trainables/test_algorithms.py",  # 64
-    "tests/test_progress.py",  # 55
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    heaviest = {path: rank for rank, path in enumerate(HEAVIEST_FIRST)}
-    files: dict[str, tuple[int, int, int]] = {}
-    for index, item in enumerate(items):
-        path = item.nodeid.split("::", 1)[0]
-        slow = item.get_closest_marker("slow") is not None
-        rank, fast_only, first = files.get(path, (heaviest.get(path, len(heaviest)), 1, index))
-        files[path] = (rank, fast_only and not slow, first)
-    items.sort(key=lambda item: files[item.nodeid.split("::", 1)[0]])
-
-
 @pytest.fixture(autouse=True)
 def _fast_tier_starts_no_ray(request: pytest.FixtureRequest, _fast_tier_watcher, monkeypatch: pytest.MonkeyPatch):
     """In the fast tier, ``ray.init`` raises and a Ray process started by the test (in a subprocess too)

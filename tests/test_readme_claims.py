@@ -157,14 +157,14 @@ def test_the_time_budget_ends_the_sweep_and_it_is_not_reported_as_interrupted(tm
     import rlsweep
 
     document = _constant_reward_sweep(
-        tmp_path, "capped", [GOOD] * 12, budget={"env_steps": 50 * STEP, "trials": 12, "max_concurrent": 1, "time_s": 20},
+        tmp_path, "capped", [GOOD] * 12, budget={"env_steps": 50 * STEP, "trials": 12, "max_concurrent": 1, "time_s": 10},
     )
     spec = rlsweep.load_spec(document)
     start = time.monotonic()
     result = rlsweep.run(spec, verbose=0)
     took = time.monotonic() - start
     sweep = rlsweep.load(result.path)
-    # Twelve trials of 10,000 env steps one at a time take minutes; the cap ended the sweep after ~20 s.
+    # Twelve trials of 10,000 env steps one at a time take minutes; the cap ended the sweep after ~10 s.
     assert took < 120, took
     assert 1 <= len(sweep.trials) < 12
     assert all(t.state == "TERMINATED" for t in sweep.trials), [t.state for t in sweep.trials]
@@ -192,7 +192,7 @@ def test_concurrency_is_the_clusters_cpus_over_a_trials_cpus(tmp_path, ray_runti
         def on_trial_complete(self, iteration, trials, trial, **info):
             running.discard(trial.trial_id)
 
-    spec = rlsweep.load_spec(_constant_reward_sweep(tmp_path, "packed", [GOOD] * 5, budget={"env_steps": 6 * STEP, "trials": 5}))
+    spec = rlsweep.load_spec(_constant_reward_sweep(tmp_path, "packed", [GOOD] * 3, budget={"env_steps": 4 * STEP, "trials": 3}))
     path, errored = sweep.run(spec, verbose=0, callbacks=lambda *_: [Count()])
-    assert errored == 0 and len(rlsweep.load(path).trials) == 5
+    assert errored == 0 and len(rlsweep.load(path).trials) == 3
     assert max(most) == 2, most

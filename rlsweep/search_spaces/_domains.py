@@ -308,44 +308,50 @@ def _numbers(args: Any, names: Sequence[str]) -> tuple[list[Any] | None, list[st
 
 
 def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: bool = False):
-    names = ["low", "high", "q"] if quantized else ["low", "high"]
+    names = ("low", "high", "q") if quantized else ("low", "high")
 
     def parse(args: Any) -> ParseResult:
-        values, errors = _numbers(args, names)
-        if values is None:
-            return None, errors
-        low, high = values[0], values[1]
-        if integer:
-            errors += [f"{n} must be an integer, got {shorten(v)}" for n, v in zip(names, values) if not _is_int(v)]
-        if not low < high:
-            # Equal bounds would be a constant: write the value itself (a fixed value) instead.
-            errors.append(f"low must be < high, got low={low}, high={high}")
-        if log and low <= 0:
-            errors.append(f"low must be > 0 for a log scale, got low={low}")
-        if quantized:
-            q = values[2]
-            if q <= 0:
-                errors.append(f"q must be > 0, got q={q}")
-            elif not errors and q > high - low:
-                errors.append(f"q must not exceed high - low = {high - low}, got q={q}")
-            elif not errors:
-                # Then every backend's quantization (rounding to multiples of q, or steps of q from low)
-                # draws from the same set, and no draw falls outside [low, high].
-                off = [n for n, v in (("low", low), ("high", high)) if not _is_multiple(v, q)]
-                if off:
-                    errors.append(
-                        f"{' and '.join(off)} must be {'a multiple' if len(off) == 1 else 'multiples'} of q={q}, "
-                        f"got low={low}, high={high}"
-                    )
-        if errors:
-            return None, errors
-        if integer:
-            return cls(*values), []
-        return cls(*(float(v) for v in values)), []
+        return _parse_bounded(args, cls, names, log=log, integer=integer, quantized=quantized)
 
-    parse.arguments = tuple(names)  # type: ignore[attr-defined]
+    parse.arguments = names  # type: ignore[attr-defined]
     parse.integer = integer  # type: ignore[attr-defined]
     return parse
+
+
+# The parsers' checks live in functions of their own, called as a spec is parsed (not when DOMAIN_PARSERS is
+# built at import), where a test, and a mutation tester, can reach them.
+def _parse_bounded(args: Any, cls: type, names: tuple[str, ...], *, log: bool, integer: bool, quantized: bool) -> ParseResult:
+    values, errors = _numbers(args, list(names))
+    if values is None:
+        return None, errors
+    low, high = values[0], values[1]
+    if integer:
+        errors += [f"{n} must be an integer, got {shorten(v)}" for n, v in zip(names, values) if not _is_int(v)]
+    if not low < high:
+        # Equal bounds would be a constant: write the value itself (a fixed value) instead.
+        errors.append(f"low must be < high, got low={low}, high={high}")
+    if log and low <= 0:
+        errors.append(f"low must be > 0 for a log scale, got low={low}")
+    if quantized:
+        q = values[2]
+        if q <= 0:
+            errors.append(f"q must be > 0, got q={q}")
+        elif not errors and q > high - low:
+            errors.append(f"q must not exceed high - low = {high - low}, got q={q}")
+        elif not errors:
+            # Then every backend's quantization (rounding to multiples of q, or steps of q from low)
+            # draws from the same set, and no draw falls outside [low, high].
+            off = [n for n, v in (("low", low), ("high", high)) if not _is_multiple(v, q)]
+            if off:
+                errors.append(
+                    f"{' and '.join(off)} must be {'a multiple' if len(off) == 1 else 'multiples'} of q={q}, "
+                    f"got low={low}, high={high}"
+                )
+    if errors:
+        return None, errors
+    if integer:
+        return cls(*values), []
+    return cls(*(float(v) for v in values)), []
 
 
 def _parse_normal(args: Any) -> ParseResult:
@@ -363,15 +369,19 @@ _parse_normal.integer = False  # type: ignore[attr-defined]
 
 def _values(cls: type) -> Callable[[Any], ParseResult]:
     def parse(args: Any) -> ParseResult:
-        if not isinstance(args, (list, tuple)) or not args:
-            return None, [f"expects a non-empty list of values, got {shorten(args)}"]
-        odd = [v for v in args if isinstance(v, float) and not math.isfinite(v)]
-        if odd:
-            return None, [f"values must be finite numbers where they are numbers, got {odd[0]}"]
-        return cls(tuple(args)), []
+        return _parse_values(args, cls)
 
     parse.arguments = None  # type: ignore[attr-defined]  # a list of values
     return parse
+
+
+def _parse_values(args: Any, cls: type) -> ParseResult:
+    if not isinstance(args, (list, tuple)) or not args:
+        return None, [f"expects a non-empty list of values, got {shorten(args)}"]
+    odd = [v for v in args if isinstance(v, float) and not math.isfinite(v)]
+    if odd:
+        return None, [f"values must be finite numbers where they are numbers, got {odd[0]}"]
+    return cls(tuple(args)), []
 
 
 #: The name a user writes -> its parser. Compilers dispatch on the resulting class's ``kind``.

@@ -206,3 +206,82 @@ def test_a_parameters_depth_follows_its_deepest_parent_whatever_their_names():
     assert problem is not None and problem.path == "search_space.a.x.when"
     assert problem.message.startswith("conditions chain 11 parameters deep (a.x <- a.c9 <- a.c8 <- ... <- a.c0)")
     assert _condition_depth_problem(ordered[:-1], "search_space") is None
+
+
+# --- The JSON Schema of a search-space entry (what `rlsweep schema` gives an editor) ---------------------------
+# Built by a call, here, and checked entry by entry: rlsweep.spec builds it once at import, where a mutation
+# tester cannot switch it, and tests/test_schema.py checks whole documents through the CLI.
+
+
+def _schema_errors(entry) -> list[str]:
+    import jsonschema
+
+    from rlsweep.search_spaces._domains import domain_json_schema
+
+    schema = domain_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(entry)]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"uniform": [0.0, 1.0]},
+        {"uniform": {"low": 0.0, "high": 1.0}},
+        {"quniform": [0.0, 1.0, 0.5]},
+        {"quniform": {"low": 0, "high": 1, "q": 0.5}},
+        {"randint": [1, 5]},
+        {"normal": [0.0, 1.0]},
+        {"choice": [[16], [32, 32]]},
+        {"grid": [1]},
+        {"fixed": {"any": "value"}},
+        {"uniform": [0.0, 1.0], "when": {"training.use_kl_loss": True}},
+        {"fixed": 3, "when": {"a": 1}},
+        0.99,
+        "relu",
+        [64, 64],
+        {"not_a_domain": 1},  # a mapping not shaped like a domain is a fixed value
+        {"uniform": [0, 1], "bogus": 1},  # nor is one with a key no domain has
+    ],
+    ids=repr,
+)
+def test_the_schema_accepts_every_domain_and_fixed_value(entry):
+    assert _schema_errors(entry) == []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"uniform": [0.0]},  # too few bounds
+        {"uniform": [0.0, 1.0, 2.0]},  # too many
+        {"uniform": ["a", 1.0]},  # not numbers
+        {"uniform": {"low": 0.0}},  # a named bound missing
+        {"uniform": {"low": 0.0, "high": 1.0, "q": 0.1}},  # a name uniform does not take
+        {"quniform": [0.0, 1.0]},  # q missing
+        {"randint": [1.5, 5]},  # randint's bounds are integers
+        {"lograndint": {"low": 1, "high": 2.5}},
+        {"choice": []},  # at least one value
+        {"choice": 3},  # a list of values
+        {"uniform": [0, 1], "when": 3},  # when is a mapping
+        {"when": {"a": 1}},  # a condition on nothing
+        {"fixed": 1, "uniform": [0, 1]},  # two domains at once
+        {"uniform": "0, 1"},
+    ],
+    ids=repr,
+)
+def test_the_schema_refuses_a_malformed_domain(entry):
+    assert _schema_errors(entry)
+
+
+def test_the_schema_describes_each_domains_arguments_and_when():
+    from rlsweep.search_spaces._domains import DOMAIN_PARSERS, domain_json_schema
+
+    options = domain_json_schema()["anyOf"]
+    by_kind = {next(iter(o["required"])): o for o in options if "required" in o}
+    assert set(by_kind) == {*DOMAIN_PARSERS, "fixed"}
+    assert by_kind["uniform"]["properties"]["uniform"]["description"] == "[low, high]"
+    assert by_kind["qloguniform"]["properties"]["qloguniform"]["description"] == "[low, high, q]"
+    assert by_kind["normal"]["properties"]["normal"]["description"] == "[mean, sd]"
+    when = by_kind["uniform"]["properties"]["when"]
+    assert when["type"] == "object" and "only when the named parameters take these values" in when["description"]
+    assert options[-1]["description"] == "a fixed value"

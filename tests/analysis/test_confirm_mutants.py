@@ -89,3 +89,59 @@ def test_the_final_evaluation_is_the_score_and_runs_short_of_the_budget_or_error
         f"seed 1002: errored ({Path('/exp/t2') / store.ERROR_FILE})",
         "seed 1003: never started",
     ]
+
+
+# --- the retraining's spec and the plan it records ------------------------------------------------------------
+
+
+def _plan(**changes) -> ConfirmationPlan:
+    values = dict(candidates=("a", "b"), configs={"a": {"training.lr": 1e-3}, "b": {"training.lr": 3e-4}},
+                  tuning_values={"a": 480.0, "b": 455.5}, tuning_seeds={"a": [3, 4], "b": [5, 6]},
+                  test_seeds=(10, 11, 12), rule="avg-last-3", metric="return_mean", episodes=7)
+    return ConfirmationPlan(**{**values, **changes})
+
+
+def test_the_retraining_spec_is_the_sweeps_with_one_test_seed_per_trial_the_whole_budget_and_no_search():
+    from rlsweep.analysis._confirm import confirmation_document
+
+    document = {
+        "name": "cp", "preset": "fast", "algorithm": "PPO", "env": "CartPole-v1",
+        "config": {"training.gamma": 0.99, "debugging.seed": 3},
+        "search_space": {"training.lr": {"loguniform": [1e-4, 1e-2]}, "debugging.seed": {"randint": [0, 9]}},
+        "searcher": {"name": "optuna", "seed": 1}, "scheduler": {"name": "asha", "grace_env_steps": 500},
+        "stop": {"return_mean": 400}, "metric": {"name": "return_mean", "mode": "max"},
+        "evaluation": {"episodes": 2, "every_env_steps": 1000}, "mlflow": {"experiment": "x"},
+        "seeds": {"tuning": [0, 9], "test": [10, 19], "per_trial": 3},
+        "budget": {"env_steps": 2000, "trials": 8, "time_s": 60, "max_concurrent": 2},
+    }
+    before = repr(document)
+    retrain = confirmation_document(document, _plan())
+    assert retrain == {
+        "name": "cp-confirm", "algorithm": "PPO", "env": "CartPole-v1",
+        "config": {"training.gamma": 0.99},  # the seed is each trial's test seed, not the sweep's
+        "search_space": {"training.lr": {"loguniform": [1e-4, 1e-2]}},
+        "searcher": "random", "scheduler": "fifo", "stop": {},
+        "metric": {"name": CONFIRM_METRIC, "mode": "max"}, "evaluation": {"episodes": 7}, "mlflow": None,
+        "seeds": {"tuning": [0, 9], "test": [10, 19], "per_trial": 1},
+        "budget": {"env_steps": 2000, "trials": 6, "max_concurrent": 2},  # 2 configurations x 3 test seeds
+    }
+    assert repr(document) == before  # the sweep's own document is left as it was
+    # With no name, no seeds section and no time cap.
+    bare = confirmation_document({"budget": {"env_steps": 500}}, _plan(candidates=("a",), test_seeds=(10,)))
+    assert bare["name"] == "sweep-confirm" and bare["seeds"] == {"per_trial": 1}
+    assert bare["budget"] == {"env_steps": 500, "trials": 1} and bare["config"] == {} and bare["search_space"] == {}
+
+
+def test_the_plan_records_every_field_as_plain_json():
+    import json
+
+    plan = _plan()
+    recorded = json.loads(json.dumps(plan.to_dict()))
+    assert recorded == {
+        "candidates": ["a", "b"], "configs": {"a": {"training.lr": 1e-3}, "b": {"training.lr": 3e-4}},
+        "tuning_values": {"a": 480.0, "b": 455.5}, "tuning_seeds": {"a": [3, 4], "b": [5, 6]},
+        "test_seeds": [10, 11, 12], "rule": "avg-last-3", "metric": "return_mean", "episodes": 7,
+    }
+    # What is read back from the record is the plan that was made.
+    assert ConfirmationPlan(**{**recorded, "candidates": tuple(recorded["candidates"]),
+                               "test_seeds": tuple(recorded["test_seeds"])}) == plan

@@ -182,3 +182,37 @@ def test_a_searched_schedule_start_keeps_0_first_and_the_entries_rising_in_every
     assert _curriculum([[0, 1], [100, 2]], **{"curriculum.schedule.1.1": {"choice": [2, [3]]}}) == {
         "search_space.curriculum.schedule.1.1": "a task is a number or a string, as in a written schedule; got [3]"}
     assert _curriculum([[0, 1], [100, 2]], **{"curriculum.schedule.1.1": {"choice": [2, "hard", 0.5]}}) == {}
+
+
+def test_a_searched_start_after_an_unsearched_entry_is_checked_and_the_first_entrys_message_is_whole():
+    # Entry 1 keeps its written start; entry 2's searched start may fall before it.
+    path = "curriculum.schedule.2.0"
+    found = _curriculum([[0, 1], [100, 2], [300, 3]], **{path: {"randint": [50, 400]}})
+    assert found == {f"search_space.{path}": "every draw must keep the schedule's env steps rising in its order, but "
+                     "entry 1 starts at 100 and entry 2 at 50 to 400; make the ranges follow one another"}
+    first = _curriculum([[0, 1], [100, 2]], **{"curriculum.schedule.0.0": {"choice": [0, 5]}})
+    assert first == {"search_space.curriculum.schedule.0.0": (
+        "the schedule starts at 0 env steps (the task a trial starts on) in every draw, but this choice domain "
+        "draws from 0 to 5; search a later entry's start instead")}
+
+
+def test_a_conditional_start_counts_its_written_value_for_the_draws_it_is_inactive_in():
+    # Entry 1 is searched in [1000, 2000] only when use_kl_loss is drawn True; otherwise its written start, 3000,
+    # holds. Entry 2 draws from [2500, 3500]: beside an inactive entry 1 (3000) it can fall before it.
+    kl = {"training.use_kl_loss": {"choice": [True, False]}}
+    when = {"when": {"training.use_kl_loss": True}}
+    entry2 = {"curriculum.schedule.2.0": {"randint": [2500, 3500]}}
+    schedule = [[0, 1], [3000, 2], [4000, 3]]
+    found = _curriculum(schedule, **kl, **entry2, **{"curriculum.schedule.1.0": {"randint": [1000, 2000], **when}})
+    assert found == {"search_space.curriculum.schedule.2.0": (
+        "every draw must keep the schedule's env steps rising in its order, but entry 1 starts at 1000 to 3000 "
+        "and entry 2 at 2500 to 3500; make the ranges follow one another")}
+    # Always active, entry 1's range is its own, and entry 2's follows it.
+    assert _curriculum(schedule, **kl, **entry2, **{"curriculum.schedule.1.0": {"randint": [1000, 2000]}}) == {}
+    # A written start below the range widens it downwards too: [500, 2000] before entry 2's [2100, 2900].
+    low = _curriculum([[0, 1], [500, 2], [4000, 3]], **kl, **{"curriculum.schedule.2.0": {"randint": [2100, 2900]}},
+                      **{"curriculum.schedule.1.0": {"randint": [1000, 2000], **when}})
+    assert low == {}
+    below = _curriculum([[0, 1], [500, 2], [4000, 3]], **kl, **{"curriculum.schedule.2.0": {"randint": [400, 2900]}},
+                        **{"curriculum.schedule.1.0": {"randint": [1000, 2000], **when}})
+    assert "entry 1 starts at 500 to 2000 and entry 2 at 400 to 2900" in below["search_space.curriculum.schedule.2.0"]

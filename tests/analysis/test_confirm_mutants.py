@@ -145,3 +145,64 @@ def test_the_plan_records_every_field_as_plain_json():
     # What is read back from the record is the plan that was made.
     assert ConfirmationPlan(**{**recorded, "candidates": tuple(recorded["candidates"]),
                                "test_seeds": tuple(recorded["test_seeds"])}) == plan
+
+
+def _refusal(sweep, **arguments) -> tuple[str, str]:
+    from rlsweep.analysis._confirm import plan_confirmation
+    from rlsweep.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        plan_confirmation(sweep, **arguments)
+    return caught.value.argument, str(caught.value).removeprefix(f"{caught.value.argument}: ")
+
+
+def test_each_refusal_to_confirm_names_the_argument_to_change_and_says_why(tmp_path):
+    from rlsweep.analysis import load
+    from rlsweep.analysis._confirm import plan_confirmation
+    from tests.conftest import TINY_SPEC
+    from tests.experiments import new_experiment, write_trial
+
+    # Five test seeds, 1000-1004; a finished, an errored, an unfinished trial and two sharing a prefix.
+    root = new_experiment(tmp_path / "exp", {**TINY_SPEC, "seeds": {"tuning": [0, 99], "test": [1000, 1004]}})
+    def trial(name, returns, lr, seed):
+        settings = {"config": {"training.lr": lr, "debugging.seed": seed}, "seeds": [seed]}
+        return write_trial(root, name, returns, config={"training.lr": lr}, settings=settings)
+
+    trial("aaaaa_00000", [10, 20, 30, 40], 0.001, 3)
+    (trial("bbbbb_00001", [10, 50, 60, 70], 0.002, 4) / store.ERROR_FILE).write_text("Failure # 1\nboom")
+    trial("ccccc_00002", [10, 20], 0.003, 5)
+    trial("ddddd_00003", [1, 2, 3, 4], 0.004, 6)
+    trial("ddddd_00004", [1, 2, 3, 5], 0.005, 7)
+    sweep = load(root)
+
+    # Exactly the test range fits; one more does not.
+    assert plan_confirmation(sweep, top=1, seeds=5).test_seeds == (1000, 1001, 1002, 1003, 1004)
+    assert _refusal(sweep, top=1, seeds=6) == ("--seeds", "6 seeds do not fit in seeds.test [1000, 1004]; widen it in the spec")
+    assert _refusal(sweep, top=1, seeds=1) == ("--seeds", "must be >= 2 (a confidence interval needs two values), got 1")
+    assert _refusal(sweep, trials=["zzz"], seeds=2) == ("--trial", "'zzz' is not a trial of this sweep")
+    assert _refusal(sweep, trials=["ddddd"], seeds=2) == ("--trial", "'ddddd' matches several trials")
+    assert _refusal(sweep, trials=["bbbbb"], seeds=2) == (
+        "--trial", "trial bbbbb_00001 ended in an error; confirm a trial that finished")
+    assert _refusal(sweep, trials=["ccccc"], seeds=2) == (
+        "--trial", "trial ccccc_00002 is RUNNING, not finished; resume the sweep first")
+    # Named trials are confirmed in the order named.
+    named = plan_confirmation(sweep, trials=["ddddd_00004", "aaaaa"], seeds=2)
+    assert named.candidates == ("ddddd_00004", "aaaaa_00000")
+    assert named.configs == {"ddddd_00004": {"training.lr": 0.005}, "aaaaa_00000": {"training.lr": 0.001}}
+
+    # A test seed some trial trained with.
+    trial("eeeee_00005", [1, 2, 3, 4], 0.006, 1001)
+    assert _refusal(load(root), top=1, seeds=2) == ("--seeds", (
+        "test seeds [1001] were training seeds of trial(s) ['eeeee_00005']; a configuration is confirmed on seeds "
+        "no trial used: move seeds.test clear of them"))
+
+
+def test_with_no_finished_trial_the_refusal_names_the_metric_and_what_to_do(tmp_path):
+    from rlsweep.analysis import load
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    write_trial(root, "ccccc_00002", [10, 20], config={"training.lr": 0.003})
+    assert _refusal(load(root), top=1, seeds=2) == ("DIR", (
+        "no trial of this sweep finished with a value of 'return_mean': nothing to confirm (resume the sweep, or run "
+        "it with a larger budget)"))

@@ -206,3 +206,73 @@ def test_with_no_finished_trial_the_refusal_names_the_metric_and_what_to_do(tmp_
     assert _refusal(load(root), top=1, seeds=2) == ("DIR", (
         "no trial of this sweep finished with a value of 'return_mean': nothing to confirm (resume the sweep, or run "
         "it with a larger budget)"))
+
+
+# --- reading a confirmation record back, field by field -------------------------------------------------------
+
+
+def _nan_as_text(value):
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, dict):
+        return {k: _nan_as_text(v) for k, v in value.items()}
+    return value
+
+
+def test_a_confirmed_row_of_the_right_shape_is_read_as_written():
+    from rlsweep.analysis._confirm import _confirmed_row
+
+    row = {"trial_id": "a", "config": {"training.lr": 0.001}, "iqm": 450.0, "ci_low": 400.0, "ci_high": 480.0,
+           "tuning_value": 470.0, "tuning_seeds": [3, 4], "per_seed": {"1000": 440.0, "1001": 460.0}, "missing": [],
+           "p_beats": {"b": 0.75}, "rank": 1, "tie_with_winner": True}
+    assert _confirmed_row(row, 0) == (row, [])
+    # An interval of one point holds its IQM; a row without rank takes its place in the list.
+    point = {"trial_id": "c", "iqm": 5.0, "ci_low": 5.0, "ci_high": 5.0, "tuning_value": 1.0}
+    clean, problems = _confirmed_row(point, 4)
+    assert problems == [] and (clean["ci_low"], clean["ci_high"], clean["rank"]) == (5.0, 5.0, 5)
+    assert (clean["config"], clean["tuning_seeds"], clean["per_seed"], clean["missing"], clean["p_beats"]) == ({}, [], {}, [], {})
+    assert clean["tie_with_winner"] is False
+
+
+def test_each_wrong_field_of_a_confirmed_row_is_dropped_and_named():
+    from rlsweep.analysis._confirm import _confirmed_row
+
+    row = {"trial_id": "b", "config": ["x"], "iqm": "high", "ci_low": None, "ci_high": 480.0, "tuning_value": True,
+           "tuning_seeds": [3, True, "4", 5], "per_seed": {"1000": 1.0, "-1001": 2.0, "x": 3.0, "1002": "nan", "1003": None},
+           "missing": ["ok", 3], "p_beats": {"a": 0.5, "c": "n/a"}, "rank": True, "tie_with_winner": "yes"}
+    clean, problems = _confirmed_row(row, 2)
+    assert _nan_as_text(clean) == {
+        "trial_id": "b", "config": {}, "iqm": "nan", "ci_low": "nan", "ci_high": 480.0, "tuning_value": "nan",
+        "tuning_seeds": [3, 5], "per_seed": {"1000": 1.0, "-1001": 2.0}, "missing": ["ok", "3"], "p_beats": {"a": 0.5},
+        "rank": 3, "tie_with_winner": False,
+    }
+    assert problems == [
+        "configurations[2].iqm is 'high', not a number",
+        "configurations[2].tuning_value is True, not a number",
+        "configurations[2].missing is ['ok', 3], not a list of texts",
+        "configurations[2].config is ['x'], not a mapping",
+        "configurations[2].per_seed: 3 entr(ies) of the wrong kind left out",
+        "configurations[2].p_beats: 1 entr(ies) of the wrong kind left out",
+    ]
+    # An interval that does not hold its IQM is left out; texts and mappings of the wrong type are named.
+    clean, problems = _confirmed_row({"trial_id": "c", "iqm": 5.0, "ci_low": 6.0, "ci_high": 7.0, "tuning_value": 1.0,
+                                      "missing": "gone", "tuning_seeds": "3", "per_seed": 3}, 1)
+    assert _nan_as_text(clean) == {
+        "trial_id": "c", "config": {}, "iqm": 5.0, "ci_low": "nan", "ci_high": "nan", "tuning_value": 1.0,
+        "tuning_seeds": [], "per_seed": {}, "missing": ["unreadable: 'gone'"], "p_beats": {}, "rank": 2,
+        "tie_with_winner": False,
+    }
+    assert problems == [
+        "configurations[1]: the interval [6.0, 7.0] does not hold the IQM 5.0; the interval is left out",
+        "configurations[1].missing is 'gone', not a list of texts",
+        "configurations[1].per_seed is 3, not a mapping",
+    ]
+    for low, high in ((5.0, 4.0), (4.0, 4.5), (5.5, 6.0)):  # IQM 5.0 outside [low, high] at either end
+        _, problems = _confirmed_row({"trial_id": "d", "iqm": 5.0, "ci_low": low, "ci_high": high, "tuning_value": 1.0}, 0)
+        assert problems and "does not hold the IQM 5.0" in problems[0], (low, high)
+    for low, high in ((5.0, 6.0), (4.0, 5.0)):  # at either end: held
+        assert _confirmed_row({"trial_id": "d", "iqm": 5.0, "ci_low": low, "ci_high": high, "tuning_value": 1.0}, 0)[1] == []
+    # A row that is not a configuration at all is left out whole.
+    assert _confirmed_row(["x"], 3) == (None, ["configurations[3] is ['x'], not a configuration"])
+    assert _confirmed_row({"trial_id": ""}, 3) == (None, ["configurations[3] has trial_id '', not a trial's id"])
+    assert _confirmed_row({"trial_id": 7}, 3) == (None, ["configurations[3] has trial_id 7, not a trial's id"])

@@ -276,3 +276,44 @@ def test_each_wrong_field_of_a_confirmed_row_is_dropped_and_named():
     assert _confirmed_row(["x"], 3) == (None, ["configurations[3] is ['x'], not a configuration"])
     assert _confirmed_row({"trial_id": ""}, 3) == (None, ["configurations[3] has trial_id '', not a trial's id"])
     assert _confirmed_row({"trial_id": 7}, 3) == (None, ["configurations[3] has trial_id 7, not a trial's id"])
+
+
+def test_a_confirmation_file_is_read_with_each_wrong_field_dropped_and_named(tmp_path):
+    import json
+
+    from rlsweep.analysis._confirm import read_confirmation
+
+    file = tmp_path / store.CONFIRMATION_FILE
+
+    def read(content):
+        file.write_text(content if isinstance(content, str) else json.dumps(content))
+        return read_confirmation(tmp_path)
+
+    def row(trial_id):
+        return {"trial_id": trial_id, "config": {}, "iqm": 1.0, "ci_low": 0.5, "ci_high": 2.0, "tuning_value": 1.0}
+
+    result, problems = read({"metric": 3, "winner": "zzz", "ties": ["a", 5, "zzz"], "test_seeds": [10, True, 11],
+                             "created": "x", "configurations": [row("a"), row("b"), 4], "extra": 1})
+    assert [r["trial_id"] for r in result["configurations"]] == ["a", "b"]
+    assert {k: v for k, v in result.items() if k != "configurations"} == {
+        "metric": CONFIRM_METRIC, "winner": None, "ties": ["a"], "test_seeds": [10, 11], "created": 0, "extra": 1}
+    assert problems == [f"{file}: {p}" for p in (
+        "configurations[2] is 4, not a configuration", f"metric is 3, not a name; read as {CONFIRM_METRIC}",
+        "winner 'zzz' is none of its configurations", "test_seeds is [10, True, 11], not a list of seeds")]
+
+    result, problems = read({"metric": "return_mean", "winner": "a", "ties": "b", "test_seeds": "10", "created": 17.5,
+                             "configurations": [row("a"), row("b")]})
+    assert (result["metric"], result["winner"], result["ties"], result["test_seeds"], result["created"]) == (
+        "return_mean", "a", [], [], 17.5)
+    assert problems == [f"{file}: test_seeds is '10', not a list of seeds"]
+    for created in ("Infinity", "null", "true"):
+        result, _ = read('{"configurations": [], "created": %s}' % created)
+        assert result["created"] == 0, created
+    assert read({"configurations": [], "metric": "return_mean", "winner": None}) == (  # no winner yet is no problem
+        {"configurations": [], "metric": "return_mean", "winner": None, "ties": [], "test_seeds": [], "created": 0}, [])
+
+    assert read([1]) == (None, [f"{file}: holds [1], not an object; not a confirmation rlsweep can read"])
+    assert read({"configurations": 3}) == (None, [f"{file}: holds no list of configurations; not a confirmation rlsweep can read"])
+    assert read("{not json") == (None, [f"{file}: is not JSON (JSONDecodeError): not a confirmation rlsweep can read"])
+    file.unlink()
+    assert read_confirmation(tmp_path) == (None, [])

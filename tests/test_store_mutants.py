@@ -103,3 +103,31 @@ def test_recorded_settings_that_are_no_mapping_read_as_none(tmp_path):
 
 def test_no_results_file_is_no_rows_and_no_bad_line(tmp_path):
     assert store.read_rows(tmp_path / store.RESULT_FILE) == ([], 0)
+
+
+def test_a_new_experiment_never_takes_over_an_existing_folder_and_records_where_it_started(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import pytest
+
+    monkeypatch.chdir(tmp_path)
+    sweep_id = store.create_experiment(Path("runs/a"), spec_yaml="name: a\n", document={"name": "a"}, restores_other_trials=True)
+    info = json.loads((tmp_path / "runs" / "a" / store.SWEEP_FILE).read_text())
+    # The path it started at, absolute (a copy of the folder elsewhere is told apart by it).
+    assert info["path"] == str(tmp_path / "runs" / "a") and info["sweep_id"] == sweep_id
+    assert info["spec"] == {"name": "a"} and info["restores_other_trials"] is True
+    with pytest.raises(FileExistsError):
+        store.create_experiment(tmp_path / "runs" / "a", spec_yaml="name: b\n", document={"name": "b"})
+    assert json.loads((tmp_path / "runs" / "a" / store.SWEEP_FILE).read_text()) == info  # nothing overwritten
+    again = store.create_experiment(tmp_path / "runs" / "a", spec_yaml="name: a\n", document={"name": "a"}, exist_ok=True)
+    assert again != sweep_id
+
+
+def test_the_confirmation_plan_reads_back_as_written_and_anything_else_as_none(tmp_path):
+    assert store.read_confirmation_plan(tmp_path) is None
+    store.write_confirmation_plan(tmp_path, {"candidates": ["a"], "episodes": 3})
+    assert store.read_confirmation_plan(tmp_path) == {"candidates": ["a"], "episodes": 3}
+    (store.confirmation_dir(tmp_path) / store.CONFIRMATION_PLAN).write_text("[1, 2]")
+    assert store.read_confirmation_plan(tmp_path) is None
+    (store.confirmation_dir(tmp_path) / store.CONFIRMATION_PLAN).write_text("{cut")
+    assert store.read_confirmation_plan(tmp_path) is None

@@ -216,3 +216,11 @@ def test_a_conditional_start_counts_its_written_value_for_the_draws_it_is_inacti
     below = _curriculum([[0, 1], [500, 2], [4000, 3]], **kl, **{"curriculum.schedule.2.0": {"randint": [400, 2900]}},
                         **{"curriculum.schedule.1.0": {"randint": [1000, 2000], **when}})
     assert "entry 1 starts at 500 to 2000 and entry 2 at 400 to 2900" in below["search_space.curriculum.schedule.2.0"]
+
+
+def test_a_curriculum_without_a_schedule_names_no_task_and_a_schedule_names_one_from_0():
+    from rlsweep.spec import CurriculumSpec
+
+    assert CurriculumSpec(fn="tests.envs.tasks:next_task").task_at(5000) is None  # the function decides
+    schedule = CurriculumSpec(schedule=[[0, "easy"], [1000, "hard"]])
+    assert [schedule.task_at(n) for n in (0, 999, 1000, 10**9)] == ["easy", "easy", "hard", "hard"]

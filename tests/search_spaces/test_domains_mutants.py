@@ -285,3 +285,60 @@ def test_the_schema_describes_each_domains_arguments_and_when():
     when = by_kind["uniform"]["properties"]["when"]
     assert when["type"] == "object" and "only when the named parameters take these values" in when["description"]
     assert options[-1]["description"] == "a fixed value"
+
+
+# --- Each domain's own checks, at their edges, with the whole message --------------------------------------------
+
+PARSED = [
+    # Bounds: low strictly below high; a log scale from above 0; whole numbers where the domain draws them.
+    ("uniform", [1.0, 1.0], ["low must be < high, got low=1.0, high=1.0"]),
+    ("uniform", [2.0, 1.0], ["low must be < high, got low=2.0, high=1.0"]),
+    ("loguniform", [0.0, 1.0], ["low must be > 0 for a log scale, got low=0.0"]),
+    ("loguniform", [-1.0, 1.0], ["low must be > 0 for a log scale, got low=-1.0"]),
+    ("loguniform", [1e-5, 1.0], LogUniform(1e-5, 1.0)),
+    ("uniform", [0, 1], Uniform(0.0, 1.0)),  # whole numbers written, floats drawn
+    ("lograndint", [0, 4], ["low must be > 0 for a log scale, got low=0"]),
+    ("randint", [1.5, 4], ["low must be an integer, got 1.5"]),
+    ("randint", [1, 4.5], ["high must be an integer, got 4.5"]),
+    ("randint", [1.5, 1], ["low must be an integer, got 1.5", "low must be < high, got low=1.5, high=1"]),
+    ("randint", ["a", 1], ["low must be a number, got 'a'"]),
+    ("randint", [1, 4], RandInt(1, 4)),
+    # q: above 0, at most the width, and low and high on its grid (checked only once the bounds are right).
+    ("quniform", [0.0, 1.0, 0.0], ["q must be > 0, got q=0.0"]),
+    ("quniform", [0.0, 1.0, -0.5], ["q must be > 0, got q=-0.5"]),
+    ("quniform", [0.0, 1.0, 0.5], QUniform(0.0, 1.0, 0.5)),
+    ("quniform", [0.0, 1.0, 1.0], QUniform(0.0, 1.0, 1.0)),
+    ("quniform", [0.0, 0.5, 1.0], ["q must not exceed high - low = 0.5, got q=1.0"]),
+    ("quniform", [0.5, 1.0, 1.5], ["q must not exceed high - low = 0.5, got q=1.5"]),
+    ("quniform", [1.0, 0.0, 5.0], ["low must be < high, got low=1.0, high=0.0"]),
+    ("quniform", [1.0, 0.0, -1.0], ["low must be < high, got low=1.0, high=0.0", "q must be > 0, got q=-1.0"]),
+    ("quniform", [0.1, 1.0, 0.2], ["low must be a multiple of q=0.2, got low=0.1, high=1.0"]),
+    ("quniform", [0.0, 1.1, 0.2], ["high must be a multiple of q=0.2, got low=0.0, high=1.1"]),
+    ("quniform", [0.1, 1.1, 0.2], ["low and high must be multiples of q=0.2, got low=0.1, high=1.1"]),
+    ("qrandint", [0, 10, 4], ["high must be a multiple of q=4, got low=0, high=10"]),
+    ("qrandint", [2, 10, 4], ["low and high must be multiples of q=4, got low=2, high=10"]),
+    ("qrandint", [0, 10, 5], QRandInt(0, 10, 5)),
+    ("qloguniform", [0.0, 2.0, 0.5], ["low must be > 0 for a log scale, got low=0.0"]),
+    ("qloguniform", [0.5, 2.0, 0.5], QLogUniform(0.5, 2.0, 0.5)),
+    # Lists of values: not empty, numbers finite.
+    ("choice", [], ["expects a non-empty list of values, got []"]),
+    ("choice", 3, ["expects a non-empty list of values, got 3"]),
+    ("choice", [1.0, math.nan], ["values must be finite numbers where they are numbers, got nan"]),
+    ("choice", [1, math.inf, math.nan], ["values must be finite numbers where they are numbers, got inf"]),
+    ("choice", (None, "relu"), Choice((None, "relu"))),
+    ("grid", [1, 2], Grid((1, 2))),
+]
+
+
+@pytest.mark.parametrize(("kind", "args", "expected"), PARSED, ids=lambda v: repr(v)[:40])
+def test_each_domain_refuses_what_it_cannot_draw_with_the_whole_message(kind, args, expected):
+    from rlsweep.search_spaces._domains import DOMAIN_PARSERS
+
+    domain, errors = DOMAIN_PARSERS[kind](args)
+    if isinstance(expected, list):
+        assert (domain, errors) == (None, expected)
+    else:
+        assert (domain, errors) == (expected, [])
+        # The bounds in the domain's own type: whole numbers for the int domains, floats for the others.
+        bounds = [getattr(domain, name) for name in ("low", "high", "q") if hasattr(domain, name)]
+        assert all(type(b) is (int if "randint" in kind else float) for b in bounds), bounds

@@ -224,3 +224,10 @@ def test_a_curriculum_without_a_schedule_names_no_task_and_a_schedule_names_one_
     assert CurriculumSpec(fn="tests.envs.tasks:next_task").task_at(5000) is None  # the function decides
     schedule = CurriculumSpec(schedule=[[0, "easy"], [1000, "hard"]])
     assert [schedule.task_at(n) for n in (0, 999, 1000, 10**9)] == ["easy", "easy", "hard", "hard"]
+
+
+def test_a_curriculum_is_a_function_or_a_schedule_and_the_function_a_module_path():
+    either = {"curriculum": "set either fn (module:function) or schedule ([[env_steps, task], ...]), one of them"}
+    assert _problems(curriculum={}) == either
+    assert _problems(curriculum={"fn": "tests.envs.tasks:x", "schedule": [[0, 1]]}) == either
+    assert _problems(curriculum={"fn": "nomodule"}) == {"curriculum.fn": "expects module:function, got 'nomodule'"}

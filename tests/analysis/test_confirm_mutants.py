@@ -185,10 +185,19 @@ def test_each_refusal_to_confirm_names_the_argument_to_change_and_says_why(tmp_p
         "--trial", "trial bbbbb_00001 ended in an error; confirm a trial that finished")
     assert _refusal(sweep, trials=["ccccc"], seeds=2) == (
         "--trial", "trial ccccc_00002 is RUNNING, not finished; resume the sweep first")
-    # Named trials are confirmed in the order named.
+    # Named trials are confirmed in the order named, with what they scored in tuning under the rule.
     named = plan_confirmation(sweep, trials=["ddddd_00004", "aaaaa"], seeds=2)
-    assert named.candidates == ("ddddd_00004", "aaaaa_00000")
-    assert named.configs == {"ddddd_00004": {"training.lr": 0.005}, "aaaaa_00000": {"training.lr": 0.001}}
+    assert named == ConfirmationPlan(
+        candidates=("ddddd_00004", "aaaaa_00000"),
+        configs={"ddddd_00004": {"training.lr": 0.005}, "aaaaa_00000": {"training.lr": 0.001}},
+        tuning_values={"ddddd_00004": (2 + 3 + 5) / 3, "aaaaa_00000": (20 + 30 + 40) / 3},
+        tuning_seeds={"ddddd_00004": [7], "aaaaa_00000": [3]}, test_seeds=(1000, 1001), rule="avg-last-3",
+        metric="return_mean", episodes=10,  # no evaluation section: the default number of episodes
+    )
+    # A trial from before rlsweep recorded its settings cannot be retrained as it ran.
+    write_trial(root, "fffff_00006", [1, 2, 3, 4], config={"training.lr": 0.007})
+    assert _refusal(load(root), trials=["fffff"], seeds=2) == (
+        "DIR", "trial fffff_00006 recorded no settings (it ran before rlsweep recorded them)")
 
     # A test seed some trial trained with.
     trial("eeeee_00005", [1, 2, 3, 4], 0.006, 1001)
@@ -224,8 +233,8 @@ def test_a_confirmed_row_of_the_right_shape_is_read_as_written():
 
     row = {"trial_id": "a", "config": {"training.lr": 0.001}, "iqm": 450.0, "ci_low": 400.0, "ci_high": 480.0,
            "tuning_value": 470.0, "tuning_seeds": [3, 4], "per_seed": {"1000": 440.0, "1001": 460.0}, "missing": [],
-           "p_beats": {"b": 0.75}, "rank": 1, "tie_with_winner": True}
-    assert _confirmed_row(row, 0) == (row, [])
+           "p_beats": {"b": 0.75}, "rank": 3, "tie_with_winner": True}
+    assert _confirmed_row(row, 0) == (row, [])  # its rank as written, not its place in the list
     # An interval of one point holds its IQM; a row without rank takes its place in the list.
     point = {"trial_id": "c", "iqm": 5.0, "ci_low": 5.0, "ci_high": 5.0, "tuning_value": 1.0}
     clean, problems = _confirmed_row(point, 4)
@@ -272,6 +281,9 @@ def test_each_wrong_field_of_a_confirmed_row_is_dropped_and_named():
         assert problems and "does not hold the IQM 5.0" in problems[0], (low, high)
     for low, high in ((5.0, 6.0), (4.0, 5.0)):  # at either end: held
         assert _confirmed_row({"trial_id": "d", "iqm": 5.0, "ci_low": low, "ci_high": high, "tuning_value": 1.0}, 0)[1] == []
+    # Seeds that are no list are left out, not iterated.
+    clean, _ = _confirmed_row({"trial_id": "e", "iqm": 1.0, "ci_low": 1.0, "ci_high": 1.0, "tuning_value": 1.0, "tuning_seeds": 7}, 0)
+    assert clean["tuning_seeds"] == []
     # A row that is not a configuration at all is left out whole.
     assert _confirmed_row(["x"], 3) == (None, ["configurations[3] is ['x'], not a configuration"])
     assert _confirmed_row({"trial_id": ""}, 3) == (None, ["configurations[3] has trial_id '', not a trial's id"])
@@ -301,6 +313,8 @@ def test_a_confirmation_file_is_read_with_each_wrong_field_dropped_and_named(tmp
         "configurations[2] is 4, not a configuration", f"metric is 3, not a name; read as {CONFIRM_METRIC}",
         "winner 'zzz' is none of its configurations", "test_seeds is [10, True, 11], not a list of seeds")]
 
+    result, problems = read({"configurations": [], "metric": "return_mean", "test_seeds": 5})
+    assert result["test_seeds"] == [] and problems == [f"{file}: test_seeds is 5, not a list of seeds"]
     result, problems = read({"metric": "return_mean", "winner": "a", "ties": "b", "test_seeds": "10", "created": 17.5,
                              "configurations": [row("a"), row("b")]})
     assert (result["metric"], result["winner"], result["ties"], result["test_seeds"], result["created"]) == (

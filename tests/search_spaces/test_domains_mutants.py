@@ -204,7 +204,8 @@ def test_a_parameters_depth_follows_its_deepest_parent_whatever_their_names():
     ordered = [*chain, Parameter("z.z", Choice((1,))), Parameter("a.x", Choice((1,)), {"a.c9": (1,), "z.z": (1,)})]
     problem = _condition_depth_problem(ordered, "search_space")
     assert problem is not None and problem.path == "search_space.a.x.when"
-    assert problem.message.startswith("conditions chain 11 parameters deep (a.x <- a.c9 <- a.c8 <- ... <- a.c0)")
+    assert problem.message == ("conditions chain 11 parameters deep (a.x <- a.c9 <- a.c8 <- ... <- a.c0); at most 10: "
+                               "condition parameters on a few shared parents instead")
     assert _condition_depth_problem(ordered[:-1], "search_space") is None
 
 
@@ -242,6 +243,7 @@ def _schema_errors(entry) -> list[str]:
         [64, 64],
         {"not_a_domain": 1},  # a mapping not shaped like a domain is a fixed value
         {"uniform": [0, 1], "bogus": 1},  # nor is one with a key no domain has
+        {},  # an empty mapping is a fixed value too
     ],
     ids=repr,
 )
@@ -283,7 +285,9 @@ def test_the_schema_describes_each_domains_arguments_and_when():
     assert by_kind["qloguniform"]["properties"]["qloguniform"]["description"] == "[low, high, q]"
     assert by_kind["normal"]["properties"]["normal"]["description"] == "[mean, sd]"
     when = by_kind["uniform"]["properties"]["when"]
-    assert when["type"] == "object" and "only when the named parameters take these values" in when["description"]
+    assert when["type"] == "object" and when["description"] == "make this parameter active only when the named parameters take these values"
+    # Each domain's option is an object's (an editor offers its keys), as is the fixed value's.
+    assert all(o["type"] == "object" for o in by_kind.values())
     assert options[-1]["description"] == "a fixed value"
 
 

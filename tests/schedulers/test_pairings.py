@@ -138,17 +138,18 @@ def test_allowed_pairing_validates(searcher, scheduler):
 
 #: The allowed pairings run as real sweeps: every searcher under HyperBand, which both pauses a trial at a rung
 #: (and resumes it from its checkpoint) and stops one, so each searcher sees the two ways a scheduler ends or
-#: holds a trial it suggested; every other scheduler under one searcher (PBT under random, its only one, and
-#: BOHB under its own searcher, run by tests/schedulers/test_pbt_and_bohb.py with the same checks). A searcher
+#: holds a trial it suggested; every other scheduler under one searcher (BOHB under its own; PBT under random,
+#: its only one, run by tests/schedulers/test_pbt_and_bohb.py with the same checks). A searcher
 #: and a scheduler meet only through Tune's Searcher and TrialScheduler calls, and each of those calls is made
 #: by these sweeps; the rest of the 31 allowed cells repeated a pairing of the same calls (each still validates
 #: above). FIFO and ASHA with Optuna also run in most other test modules (conftest.TINY_SPEC), the median rule
 #: with grid in test_a_trailing_trial_is_stopped_at_the_first_decision_point.
 RUN = sorted(
     [(searcher, "hyperband") for searcher in SEARCHERS if searcher != "bohb"]
-    + [("nevergrad", "fifo"), ("hyperopt", "asha"), ("ax", "median"), ("bayesopt", "median"), ("random", "pb2")]
+    + [("nevergrad", "fifo"), ("hyperopt", "asha"), ("ax", "median"), ("bayesopt", "median"), ("random", "pb2"),
+       ("bohb", "bohb")]
 )
-RUN_ELSEWHERE = [("random", "pbt"), ("bohb", "bohb")]  # tests/schedulers/test_pbt_and_bohb.py
+RUN_ELSEWHERE = [("random", "pbt")]  # tests/schedulers/test_pbt_and_bohb.py
 
 
 def test_the_pairings_run_for_real_cover_every_searcher_and_scheduler():

@@ -9,6 +9,7 @@ import tempfile
 import pytest
 
 import rlsweep
+from rlsweep.analysis import load
 from tests.schedulers.test_pairings import BATCH, check_pairing_sweep, document
 
 pytestmark = pytest.mark.slow
@@ -66,7 +67,9 @@ def test_bohb_resumes_a_paused_trial_with_its_env_steps(ray_runtime, tmp_path):
     doc = document("bohb", "bohb", tmp_path)
     doc["budget"] = {"env_steps": 4 * BATCH, "trials": 3}
     spec = rlsweep.load_spec(doc)
-    sweep = check_pairing_sweep(spec, rlsweep.run(spec, verbose=0))  # this is the suite's bohb x bohb sweep
+    # Not the pairing checks: with 3 trials, HyperBandForBOHB can end the sweep with a trial still PAUSED
+    # (seen once in a clean-clone run); what this test holds is the env-step count of those it resumed.
+    sweep = load(rlsweep.run(spec, verbose=0).path)
     resumed = 0
     for trial in sweep.trials:
         steps = [row["env_steps"] for row in trial.rows]

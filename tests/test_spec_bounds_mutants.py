@@ -231,3 +231,10 @@ def test_a_curriculum_is_a_function_or_a_schedule_and_the_function_a_module_path
     assert _problems(curriculum={}) == either
     assert _problems(curriculum={"fn": "tests.envs.tasks:x", "schedule": [[0, 1]]}) == either
     assert _problems(curriculum={"fn": "nomodule"}) == {"curriculum.fn": "expects module:function, got 'nomodule'"}
+
+
+def test_after_a_searched_start_of_the_wrong_kind_the_later_entries_are_still_checked():
+    found = _curriculum([[0, 1], [100, 2], [300, 3], [500, 4]], **{"curriculum.schedule.1.0": {"uniform": [1, 50]},
+                                                                    "curriculum.schedule.3.0": {"randint": [200, 600]}})
+    assert sorted(found) == ["search_space.curriculum.schedule.1.0", "search_space.curriculum.schedule.3.0"]
+    assert "entry 2 starts at 300 and entry 3 at 200 to 600" in found["search_space.curriculum.schedule.3.0"]

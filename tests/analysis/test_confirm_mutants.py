@@ -331,3 +331,16 @@ def test_a_confirmation_file_is_read_with_each_wrong_field_dropped_and_named(tmp
     assert read("{not json") == (None, [f"{file}: is not JSON (JSONDecodeError): not a confirmation rlsweep can read"])
     file.unlink()
     assert read_confirmation(tmp_path) == (None, [])
+
+
+def test_the_plan_retrains_with_the_sweeps_own_evaluation_episodes(tmp_path):
+    from rlsweep.analysis import load
+    from rlsweep.analysis._confirm import plan_confirmation
+    from tests.conftest import TINY_SPEC
+    from tests.experiments import new_experiment, write_trial
+
+    spec = {**TINY_SPEC, "evaluation": {"episodes": 4, "every_env_steps": 1000}}
+    root = new_experiment(tmp_path / "exp", spec)
+    write_trial(root, "aaaaa_00000", [10, 20, 30, 40], config={"training.lr": 0.001},
+                settings={"config": {"training.lr": 0.001}, "seeds": [3]})
+    assert plan_confirmation(load(root), top=1, seeds=2).episodes == 4

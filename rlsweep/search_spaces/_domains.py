@@ -321,7 +321,7 @@ def _bounded(cls: type, *, log: bool = False, integer: bool = False, quantized: 
 # The parsers' checks live in functions of their own, called as a spec is parsed (not when DOMAIN_PARSERS is
 # built at import), where a test, and a mutation tester, can reach them.
 def _parse_bounded(args: Any, cls: type, names: tuple[str, ...], *, log: bool, integer: bool, quantized: bool) -> ParseResult:
-    values, errors = _numbers(args, list(names))
+    values, errors = _numbers(args, names)
     if values is None:
         return None, errors
     low, high = values[0], values[1]

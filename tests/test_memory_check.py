@@ -46,9 +46,10 @@ def test_the_reading_predicts_the_peak_of_a_trial_at_the_corner(tmp_path, ray_ru
 
 MEMORY_SCRIPT = textwrap.dedent(
     """
-    import json, subprocess, sys
+    import contextlib, io, json, subprocess, sys
     from pathlib import Path
 
+    import ray
     import yaml
     from ray.cluster_utils import Cluster
 
@@ -69,11 +70,21 @@ MEMORY_SCRIPT = textwrap.dedent(
                                   capture_output=True, text=True, timeout=600)
             return {"exit": done.returncode, "out": done.stdout, "err": done.stderr[-3000:]}
 
-        report["validate"] = cli("validate", str(spec))
-        report["too_many"] = cli("validate", str(spec), "--set", "budget.max_concurrent=2")
-        report["too_big"] = cli("validate", str(spec), "--set", "config.env_runners.num_env_runners=1")
+        def cli_here(*args):
+            # The three validate commands share this process, so RLlib is imported once, not three times:
+            # what each prints and returns is the CLI's own (main() is what `rlsweep` runs).
+            from rlsweep.cli import main
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main([*args, "--address", cluster.address])
+            return {"exit": code, "out": out.getvalue(), "err": err.getvalue()[-3000:]}
+
+        report["validate"] = cli_here("validate", str(spec))
+        report["too_many"] = cli_here("validate", str(spec), "--set", "budget.max_concurrent=2")
+        report["too_big"] = cli_here("validate", str(spec), "--set", "config.env_runners.num_env_runners=1")
         report["run"] = cli("run", str(spec))
     finally:
+        ray.shutdown()  # this process's connection, from cli_here, before its node goes
         cluster.shutdown()
     print(json.dumps(report))
     """

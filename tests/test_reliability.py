@@ -130,7 +130,7 @@ def test_a_sweep_killed_with_sigkill_resumes_without_losing_or_repeating_work(tm
 
 
 def test_ctrl_c_during_run_exits_nonzero_says_how_to_resume_and_resume_finishes(tmp_path, ray_runtime):
-    budget, batch = 3000, 500
+    budget, batch = 2000, 500  # a checkpoint at 1000, the interrupt at 1500, what is left to run after it
     document = small_ppo(
         "interrupted", tmp_path / "results", batch=batch, epochs=1,
         budget={"env_steps": budget, "trials": 2, "max_concurrent": 1}, checkpoint={"every_env_steps": 1000},

@@ -1,9 +1,11 @@
 """Mutation-testing gaps of rlsweep/store.py (issue 30 item 5): how a failure's line is shortened for the
-terminal, and how the live logger reads the rows Tune appended since its last look."""
+terminal, how the live logger reads the rows Tune appended since its last look, what stops a resume or a
+confirmation from writing, and what the confirmation's records keep."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rlsweep import store
 
@@ -131,3 +133,96 @@ def test_the_confirmation_plan_reads_back_as_written_and_anything_else_as_none(t
     assert store.read_confirmation_plan(tmp_path) is None
     (store.confirmation_dir(tmp_path) / store.CONFIRMATION_PLAN).write_text("{cut")
     assert store.read_confirmation_plan(tmp_path) is None
+
+
+def _resumable(tmp_path):
+    """A sweep Tune could resume: its tuner, a state listing a running and a finished trial, their folders."""
+    import pickle
+
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    running = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001})
+    finished = write_trial(root, "bbbbb_00001", [1.0, 2.0, 3.0, 4.0], config={"training.lr": 0.002})
+    (root / store.TUNER_FILE).write_bytes(pickle.dumps({"tuner": 1}))
+
+    def entry(trial_id, status, folder):
+        trial = {"trial_id": trial_id, "status": status, store.TRIAL_DIR_KEY: folder.name, store.CONFIG_KEY: {}}
+        return [json.dumps(trial), json.dumps({"num_failures": 0})]
+
+    state = root / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": [entry("aaaaa_00000", "RUNNING", running), entry("bbbbb_00001", "TERMINATED", finished)]}))
+    return root, running, finished, state
+
+
+def test_resume_names_a_trial_folder_tunes_state_does_not_list_and_only_unfinished_folders_it_cannot_write(tmp_path, monkeypatch):
+    from tests.experiments import write_trial
+
+    root, running, finished, state = _resumable(tmp_path)
+    assert store.resume_problems(root) == []
+    stray = write_trial(root, "ccccc_00002", [1.0], config={"training.lr": 0.003})
+    assert store.resume_problems(root) == [
+        f"{stray}: a trial folder {state.name} does not list (Tune would never continue it): move it out of the directory"]
+    stray.rename(tmp_path / "elsewhere")
+    # Read-only folders (root here ignores permissions, so os.access says it): a resume writes into the
+    # unfinished trial's folder, never into the finished one's.
+    monkeypatch.setattr(store.os, "access", lambda path, mode: Path(path) not in (running, finished))
+    assert store.resume_problems(root) == [f"{running}: cannot be written (read-only); a resume writes there"]
+
+
+def test_resume_names_a_state_without_entries_a_cut_tuner_and_a_sweep_file_that_is_not_json(tmp_path):
+    root, running, _, state = _resumable(tmp_path)
+    state.write_text(json.dumps({"trial_data": []}))
+    assert store.resume_problems(root) == [f"{state.name} is not a Tune experiment state (no readable trial entries)"]
+
+    root, _, _, _ = _resumable(tmp_path / "second")
+    tuner = (root / store.TUNER_FILE).read_bytes()
+    (root / store.TUNER_FILE).write_bytes(tuner[:-3])
+    (root / store.SWEEP_FILE).write_text("{not json")
+    assert store.resume_problems(root) == [
+        "tuner.pkl is cut off or not a pickle (ValueError)",
+        f"{root}: not an rlsweep experiment directory ({store.SWEEP_FILE}: is not JSON (JSONDecodeError))",
+    ]
+
+
+def test_a_block_device_and_a_character_device_are_named_devices(tmp_path):
+    block = next((p for p in Path("/dev").glob("loop*") if p.is_block_device()), None)
+    assert store.file_problem(Path("/dev/null")) == "/dev/null: is a device, not a file"
+    if block is not None:  # a machine without one (a container without loop devices) checks the character one
+        assert store.file_problem(block) == f"{block}: is a device, not a file"
+
+
+def test_confirm_names_a_file_where_its_folder_goes_and_a_folder_where_its_plan_goes(tmp_path):
+    root = tmp_path / "exp"
+    root.mkdir()
+    assert store.confirmation_problems(root) == []
+    store.confirmation_dir(root).write_text("not a folder")
+    assert store.confirmation_problems(root) == [f"{store.confirmation_dir(root)}: is not a folder"]
+    store.confirmation_dir(root).unlink()
+    (store.confirmation_dir(root) / store.CONFIRMATION_PLAN).mkdir(parents=True)
+    assert store.confirmation_problems(root) == [f"{store.confirmation_dir(root) / store.CONFIRMATION_PLAN}: is a folder, not a file"]
+
+
+def test_confirmations_records_keep_values_json_cannot_hold_as_text_and_the_plan_can_be_rewritten(tmp_path):
+    root = tmp_path / "exp"
+    root.mkdir()
+    where = tmp_path / "a path"
+    store.write_confirmation(root, {"where": where, "iqm": 1.5})
+    assert store.read_confirmation(root) == {"where": str(where), "iqm": 1.5}
+    store.write_reproducibility(root, {"where": where}, "# page\n")
+    assert json.loads((root / store.REPRODUCIBILITY_JSON).read_text()) == {"where": str(where)}
+    store.write_confirmation_plan(root, {"where": where})
+    store.write_confirmation_plan(root, {"where": where, "again": True})  # a rerun of confirm writes it again
+    assert store.read_confirmation_plan(root) == {"where": str(where), "again": True}
+
+
+def test_the_reproducibility_record_leaves_out_a_folder_in_its_place_with_a_warning(tmp_path, caplog):
+    root = tmp_path / "exp"
+    root.mkdir()
+    store.write_reproducibility(root, {"seed": 1}, "# page\n")
+    assert store.reproducibility_files(root) == [root / store.REPRODUCIBILITY_JSON, root / store.REPRODUCIBILITY_MD]
+    (root / store.REPRODUCIBILITY_JSON).unlink()
+    (root / store.REPRODUCIBILITY_JSON).mkdir()
+    with caplog.at_level("WARNING"):
+        assert store.reproducibility_files(root) == [root / store.REPRODUCIBILITY_MD]
+    assert [r.getMessage() for r in caplog.records] == [f"{root / store.REPRODUCIBILITY_JSON}: is a folder, not a file; left out"]

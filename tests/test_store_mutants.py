@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rlsweep import store
 
 
@@ -226,3 +228,44 @@ def test_the_reproducibility_record_leaves_out_a_folder_in_its_place_with_a_warn
     with caplog.at_level("WARNING"):
         assert store.reproducibility_files(root) == [root / store.REPRODUCIBILITY_MD]
     assert [r.getMessage() for r in caplog.records] == [f"{root / store.REPRODUCIBILITY_JSON}: is a folder, not a file; left out"]
+
+
+def _entry(**fields):
+    return json.dumps({"trial_id": "a1", "status": "RUNNING", **fields})
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem", "read"),
+    [
+        ({}, "is {}, not a trial entry", None),
+        (["{cut", "{}"], "is cut off or garbled (not JSON)", None),
+        (["[1, 2]", "{}"], "holds [1, 2], not a trial", None),
+        ([json.dumps({"trial_id": 7}), "{}"], "has trial id 7, not a name", None),
+        ([_entry(), "{}"], None, {"status": "RUNNING", "failures": 0}),
+        ([_entry(), json.dumps({"num_failures": 2})], None, {"failures": 2}),
+        ([_entry(), "[1]"], "(trial a1) has run data [1], not Tune's; read as 0 failures", {"failures": 0}),
+        ([_entry(), json.dumps({"num_failures": -1})], "(trial a1) has failures -1, not Tune's; read as 0 failures", {"failures": 0}),
+        ([_entry(status="WAITING"), "{}"],
+         "(trial a1) has status 'WAITING', not one of Tune's TERMINATED, ERROR, RUNNING, PENDING, PAUSED", {"status": None}),
+        ([_entry(), "{}", "{}"], "(trial a1) is not as Tune writes an entry (two JSON texts)", {"status": "RUNNING"}),
+        ([_entry()], "(trial a1) is not as Tune writes an entry (two JSON texts)", {"failures": 0}),
+    ],
+)
+def test_each_odd_entry_of_tunes_state_is_named_and_what_reads_is_kept(tmp_path, entry, problem, read):
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": [entry]}))
+    found = store.tune_state(tmp_path)
+    assert list(found.problems) == ([] if problem is None else [f"{state}: trial entry 0 {problem}"])
+    if read is None:
+        assert found.entries == {}
+    else:
+        assert {k: getattr(found.entries["a1"], k) for k in read} == read
+
+
+@pytest.mark.parametrize(("folder", "kept"), [("train_a1_x", True), ("..", False), ("a/b", False), ("", False), (3, False)])
+def test_an_entrys_trial_folder_is_kept_only_where_it_is_a_name_inside_the_experiment(tmp_path, folder, kept):
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": [[_entry(**{store.TRIAL_DIR_KEY: folder, store.CONFIG_KEY: [1]}), "{}"]]}))
+    entry = store.tune_state(tmp_path).entries["a1"]
+    assert entry.folder == (folder if kept else None)
+    assert entry.config is None  # a config that is no mapping is not taken

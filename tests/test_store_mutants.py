@@ -269,3 +269,31 @@ def test_an_entrys_trial_folder_is_kept_only_where_it_is_a_name_inside_the_exper
     entry = store.tune_state(tmp_path).entries["a1"]
     assert entry.folder == (folder if kept else None)
     assert entry.config is None  # a config that is no mapping is not taken
+
+
+@pytest.mark.parametrize(("odd", "more"), [(10, None), (12, "... and 2 more problem(s) like these")])
+def test_reading_trials_warns_of_ten_problems_at_most_and_counts_the_rest(tmp_path, caplog, odd, more):
+    from tests.experiments import new_experiment
+
+    root = new_experiment(tmp_path / "exp")
+    state = root / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": [{}] * odd}))
+    with caplog.at_level("WARNING"):
+        store.read_trials(root, budget_env_steps=4000)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [f"{state}: trial entry {i} is {{}}, not a trial entry" for i in range(10)] + ([more] if more else [])
+
+
+def test_the_spec_that_cannot_be_read_is_named_with_why(tmp_path):
+    from rlsweep.errors import SweepError
+
+    root = tmp_path / "exp"
+    (root / store.SPEC_FILE).mkdir(parents=True)
+    with pytest.raises(SweepError) as folder:
+        store.read_spec_yaml(root)
+    assert str(folder.value) == f"{root}: cannot read the sweep's spec (is a folder, not a file)"
+    (root / store.SPEC_FILE).rmdir()
+    (root / store.SPEC_FILE).write_bytes(b"name: \xff\n")
+    with pytest.raises(SweepError) as binary:
+        store.read_spec_yaml(root)
+    assert str(binary.value) == f"{root}: cannot read the sweep's spec ({store.SPEC_FILE} is not UTF-8 text)"

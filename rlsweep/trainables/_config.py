@@ -34,7 +34,7 @@ RLSWEEP_DEFAULTS: dict[str, Any] = {"env_runners.num_env_runners": 0, "learners.
 
 #: Envs one env runner steps as a vectorized batch, for algorithms that learn from fixed-size batches of
 #: fresh samples (PPO, APPO, IMPALA): the batch and the updates per env step stay as configured, and
-#: sampling goes ~2.4x faster on cheap envs (measured on CartPole, docs/guides/defaults.md). Off-policy algorithms
+#: CartPole's time to solve fell from 43.9 s to 25.7 s with 8 (docs/guides/defaults.md). Off-policy algorithms
 #: (a replay buffer) keep 1: more envs per sample call would change their updates per env step. Custom env
 #: classes keep 1 too (8 copies of an env that holds a port or a licence would not work), and so does a
 #: spec that sets how sampling is cut up (``rollout_fragment_length``, ``num_envs_per_env_runner``).

@@ -471,7 +471,8 @@ LEARNERS_SCRIPT = textwrap.dedent(
     report = {"nodes": sorted(n.node_id for n in cluster.list_all_nodes()), "refused": {}}
     try:
         def document(**config):
-            doc = small_ppo("learners", sys.argv[1], budget={"env_steps": 1500, "trials": 4})
+            # Two trials: the two run at once, one per node (each node holds one trial's 2 CPUs).
+            doc = small_ppo("learners", sys.argv[1], budget={"env_steps": 1500, "trials": 2})
             doc["config"] = {**doc["config"], "learners.num_learners": 1, **config}
             return doc
 
@@ -504,9 +505,9 @@ def test_trials_with_a_remote_learner_each_run_across_two_nodes_and_what_no_node
     strict = report["refused"]["strict"]["config.resources.placement_strategy"]
     assert "STRICT_PACK puts a whole trial on one node: it needs 3 CPU(s)" in strict
     trials = report["trials"]
-    assert len(trials) == 4 and all(t["state"] == "TERMINATED" and t["env_steps"] >= 1500 for t in trials.values())
+    assert len(trials) == 2 and all(t["state"] == "TERMINATED" and t["env_steps"] >= 1500 for t in trials.values())
     # Two trials at a time, one per node (each node holds one trial's process and its learner), and the
-    # learners themselves ran on both nodes: one remote learner per trial, four in all. (This is also the
+    # learners themselves ran on both nodes: one remote learner per trial, two in all. (This is also the
     # suite's sweep on a two-node cluster: the trials' own processes were placed on both nodes.)
     assert {n for t in trials.values() for n in t["nodes"]} == set(report["nodes"])
     learners = {trial_id: {r["learner_node_ids"] for r in t["rows"]} for trial_id, t in trials.items()}

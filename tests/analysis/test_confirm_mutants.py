@@ -344,3 +344,19 @@ def test_the_plan_retrains_with_the_sweeps_own_evaluation_episodes(tmp_path):
     write_trial(root, "aaaaa_00000", [10, 20, 30, 40], config={"training.lr": 0.001},
                 settings={"config": {"training.lr": 0.001}, "seeds": [3]})
     assert plan_confirmation(load(root), top=1, seeds=2).episodes == 4
+
+
+def test_a_named_trial_without_a_value_of_the_metric_is_planned_with_nan_as_its_tuning_value(tmp_path):
+    import math
+
+    from rlsweep.analysis import load
+    from rlsweep.analysis._confirm import plan_confirmation
+    from tests.conftest import TINY_SPEC
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp", {**TINY_SPEC, "seeds": {"tuning": [0, 99], "test": [1000, 1004]}})
+    # Finished at its budget, but every return was non-finite: no value under any rule, yet a user may name it.
+    settings = {"config": {"training.lr": 0.001, "debugging.seed": 3}, "seeds": [3]}
+    write_trial(root, "aaaaa_00000", [math.nan] * 4, config={"training.lr": 0.001}, settings=settings)
+    plan = plan_confirmation(load(root), trials=["aaaaa"], seeds=2)
+    assert plan.candidates == ("aaaaa_00000",) and math.isnan(plan.tuning_values["aaaaa_00000"])

@@ -297,3 +297,46 @@ def test_the_spec_that_cannot_be_read_is_named_with_why(tmp_path):
     with pytest.raises(SweepError) as binary:
         store.read_spec_yaml(root)
     assert str(binary.value) == f"{root}: cannot read the sweep's spec ({store.SPEC_FILE} is not UTF-8 text)"
+
+
+def test_a_row_loses_only_its_non_finite_tune_numbers(tmp_path):
+    result = tmp_path / "result.json"
+    result.write_text('{"env_steps": 100, "timestamp": NaN, "time_total_s": 5.0, "note": "text", "return_mean": 1.5}\n')
+    rows, _ = store.read_new_rows(result, 0)
+    assert rows == [{"env_steps": 100, "time_total_s": 5.0, "note": "text", "return_mean": 1.5}]
+
+
+def test_each_damaged_checkpoint_is_named_or_skipped_and_the_later_ones_still_read(tmp_path, caplog):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    folder = write_trial(root, "aaaaa_00000", [1.0, 2.0, 3.0, 4.0], config={"training.lr": 0.001}, checkpoints=[1000, 2000, 3000])
+    unreadable, cut, whole = (folder / f"checkpoint_{i:06d}" for i in range(3))
+    (unreadable / store.CHECKPOINT_META).unlink()
+    (unreadable / store.CHECKPOINT_META).mkdir()  # its metadata cannot be read: damage, named
+    (cut / store.ALGORITHM_STATE).rmdir()  # no algorithm state: skipped with a warning
+    with caplog.at_level("WARNING"):
+        (trial,) = store.read_trials(root, budget_env_steps=4000)
+    assert [c.path for c in trial.checkpoints] == [whole] and trial.checkpoints[0].metrics["env_steps"] == 3000
+    assert trial.damage == (f"{unreadable / store.CHECKPOINT_META}: is a folder, not a file",)
+    assert f"{cut}: skipped, it has no {store.ALGORITHM_STATE}/ (damaged or cut off)" in [r.getMessage() for r in caplog.records]
+
+
+def test_a_state_entry_without_its_folder_claims_the_folder_named_by_its_trial_id(tmp_path):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    # Tune names folders <trainable>_<trial id>_<index>_<params>; the id may also end the name.
+    at_end = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001}).rename(root / "train_aaaaa_00000")
+    inside = write_trial(root, "bbbbb_00001", [1.0, 2.0], config={"training.lr": 0.002}).rename(root / "train_bbbbb_00001_1_lr=0.002")
+    for folder in (at_end, inside):
+        (folder / store.RESULT_FILE).unlink()  # no row yet names the trial: only the folder's name does
+    entries = [[json.dumps({"trial_id": t, "status": "PAUSED", store.CONFIG_KEY: {}}), json.dumps({"num_failures": 1})]
+               for t in ("aaaaa_00000", "bbbbb_00001")]
+    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    trials = {t.trial_id: t for t in store.read_trials(root, budget_env_steps=4000)}
+    # Each entry found its folder: the state and failures are Tune's, the config the folder's params.json.
+    assert {t: (trial.path, trial.state, trial.failures, trial.config) for t, trial in trials.items()} == {
+        "aaaaa_00000": (at_end, "PAUSED", 1, {"training.lr": 0.001}),
+        "bbbbb_00001": (inside, "PAUSED", 1, {"training.lr": 0.002})}
+    assert not any("does not list" in p for p in store.resume_problems(root))  # each folder is an entry's

@@ -326,17 +326,21 @@ def test_a_state_entry_without_its_folder_claims_the_folder_named_by_its_trial_i
     from tests.experiments import new_experiment, write_trial
 
     root = new_experiment(tmp_path / "exp")
-    # Tune names folders <trainable>_<trial id>_<index>_<params>; the id may also end the name.
-    at_end = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001}).rename(root / "train_aaaaa_00000")
-    inside = write_trial(root, "bbbbb_00001", [1.0, 2.0], config={"training.lr": 0.002}).rename(root / "train_bbbbb_00001_1_lr=0.002")
-    for folder in (at_end, inside):
+    # Tune names folders <trainable>_<trial id>_<index>_<params>; the id may also end the name. Ids that are
+    # not Tune's hex (so the reader's fallback, the hex id in a folder's name, cannot find them either).
+    at_end = write_trial(root, "qqqqq_00000", [1.0, 2.0], config={"training.lr": 0.001}).rename(root / "train_qqqqq_00000")
+    inside = write_trial(root, "zzzzz_00001", [1.0, 2.0], config={"training.lr": 0.002}).rename(root / "train_zzzzz_00001_1_lr=0.002")
+    # An id without an underscore, as older Tune versions wrote them: one part of the name.
+    single = write_trial(root, "qqqqqqqq", [1.0], config={"training.lr": 0.003}).rename(root / "train_qqqqqqqq_2_lr=0.003")
+    for folder in (at_end, inside, single):
         (folder / store.RESULT_FILE).unlink()  # no row yet names the trial: only the folder's name does
     entries = [[json.dumps({"trial_id": t, "status": "PAUSED", store.CONFIG_KEY: {}}), json.dumps({"num_failures": 1})]
-               for t in ("aaaaa_00000", "bbbbb_00001")]
+               for t in ("qqqqq_00000", "zzzzz_00001", "qqqqqqqq")]
     (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
     trials = {t.trial_id: t for t in store.read_trials(root, budget_env_steps=4000)}
     # Each entry found its folder: the state and failures are Tune's, the config the folder's params.json.
     assert {t: (trial.path, trial.state, trial.failures, trial.config) for t, trial in trials.items()} == {
-        "aaaaa_00000": (at_end, "PAUSED", 1, {"training.lr": 0.001}),
-        "bbbbb_00001": (inside, "PAUSED", 1, {"training.lr": 0.002})}
+        "qqqqq_00000": (at_end, "PAUSED", 1, {"training.lr": 0.001}),
+        "zzzzz_00001": (inside, "PAUSED", 1, {"training.lr": 0.002}),
+        "qqqqqqqq": (single, "PAUSED", 1, {"training.lr": 0.003})}
     assert not any("does not list" in p for p in store.resume_problems(root))  # each folder is an entry's

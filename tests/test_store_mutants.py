@@ -344,3 +344,23 @@ def test_a_state_entry_without_its_folder_claims_the_folder_named_by_its_trial_i
         "zzzzz_00001": (inside, "PAUSED", 1, {"training.lr": 0.002}),
         "qqqqqqqq": (single, "PAUSED", 1, {"training.lr": 0.003})}
     assert not any("does not list" in p for p in store.resume_problems(root))  # each folder is an entry's
+
+
+def test_a_folder_renamed_by_hand_is_still_its_listed_trial_by_the_id_its_rows_name(tmp_path):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    renamed = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001}).rename(root / "renamed by hand")
+    # A folder Tune recorded under a name that holds no trial id: found by that name alone.
+    named = write_trial(root, "bbbbb_00001", [1.0], config={"training.lr": 0.002}).rename(root / "custom")
+    (named / store.RESULT_FILE).unlink()
+    entries = [
+        [json.dumps({"trial_id": "aaaaa_00000", "status": "PAUSED", store.TRIAL_DIR_KEY: "train_aaaaa_00000_0_x"}),
+         json.dumps({"num_failures": 1})],
+        [json.dumps({"trial_id": "bbbbb_00001", "status": "PAUSED", store.TRIAL_DIR_KEY: "custom"}), json.dumps({"num_failures": 2})],
+    ]
+    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    trials = store.read_trials(root, budget_env_steps=4000)
+    assert sorted((t.trial_id, t.path, t.state, t.failures, len(t.rows)) for t in trials) == [
+        ("aaaaa_00000", renamed, "PAUSED", 1, 2), ("bbbbb_00001", named, "PAUSED", 2, 0)]
+    assert not any("does not list" in p or "is gone" in p for p in store.resume_problems(root))

@@ -364,3 +364,77 @@ def test_a_folder_renamed_by_hand_is_still_its_listed_trial_by_the_id_its_rows_n
     assert sorted((t.trial_id, t.path, t.state, t.failures, len(t.rows)) for t in trials) == [
         ("aaaaa_00000", renamed, "PAUSED", 1, 2), ("bbbbb_00001", named, "PAUSED", 2, 0)]
     assert not any("does not list" in p or "is gone" in p for p in store.resume_problems(root))
+
+
+def test_a_file_swapped_for_a_fifo_or_a_link_loop_after_the_check_is_refused_without_blocking(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    fifo, loop = tmp_path / "result.json", tmp_path / "loop"
+    os.mkfifo(fifo)
+    loop.symlink_to(loop)
+    # What was a regular file at the check is something else at the open (the race read_bytes guards).
+    monkeypatch.setattr(store, "file_problem", lambda path: None)
+    outcome = {}
+
+    def read(path):
+        try:
+            store.read_bytes(path)
+        except store.UnreadableFile as exc:
+            outcome[path] = str(exc)
+
+    for path in (fifo, loop):
+        reader = threading.Thread(target=read, args=(path,), daemon=True)
+        reader.start()
+        reader.join(timeout=10)
+        if reader.is_alive():  # blocked in open(): a writer lets it go, and the test fails
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(timeout=10)
+            raise AssertionError(f"reading {path} blocked")
+    assert outcome == {fifo: f"{fifo}: is a FIFO, not a file", loop: f"{loop}: cannot be read (Too many levels of symbolic links)"}
+
+
+@pytest.mark.parametrize(
+    ("info", "problem"),
+    [
+        ({"sweep_id": "a b"}, "sweep_id must be letters, digits, '_' or '-', got 'a b'"),
+        ({"sweep_id": 5}, "sweep_id must be letters, digits, '_' or '-', got 5"),
+        ({"sweep_id": "abc", "path": 5}, "path must be a string, got 5"),
+    ],
+)
+def test_a_sweep_file_with_a_wrong_id_or_path_is_refused_naming_it(tmp_path, info, problem):
+    from rlsweep.errors import SweepError
+
+    (tmp_path / store.SWEEP_FILE).write_text(json.dumps(info))
+    with pytest.raises(SweepError) as refused:
+        store.read_sweep_info(tmp_path)
+    assert str(refused.value) == f"{tmp_path}: {store.SWEEP_FILE}: {problem}"
+
+
+def test_a_sweep_id_of_upper_and_lower_case_letters_digits_and_dashes_reads(tmp_path):
+    (tmp_path / store.SWEEP_FILE).write_text(json.dumps({"sweep_id": "AbC-09_z"}))
+    assert store.read_sweep_info(tmp_path)["sweep_id"] == "AbC-09_z"
+
+
+def test_a_state_that_is_not_tunes_and_a_trial_listed_twice_are_named(tmp_path):
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": 5}))
+    assert store.tune_state(tmp_path).problems == (f"{state}: is not a Tune experiment state (no list of trial entries)",)
+    entry = [_entry(), "{}"]
+    state.write_text(json.dumps({"trial_data": [entry, entry]}))
+    assert store.tune_state(tmp_path).problems == (f"{state}: trial entry 1 lists trial a1 a second time",)
+
+
+def test_every_listed_trial_whose_folder_is_gone_is_missing_with_its_failures(tmp_path):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    here = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001})
+    entries = [[json.dumps({"trial_id": t, "status": "RUNNING", store.TRIAL_DIR_KEY: f}), json.dumps({"num_failures": n})]
+               for t, f, n in (("aaaaa_00000", here.name, 0), ("bbbbb_00001", "gone_b", 2), ("ccccc_00002", "gone_c", 1))]
+    state = root / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": entries}))
+    missing = {t.trial_id: (t.path, t.failures, t.damage) for t in store.read_trials(root, budget_env_steps=4000) if t.state == store.MISSING}
+    assert missing == {
+        t: (root / f, n, (f"{root / f}: trial {t} is listed in {state.name} (RUNNING) but its folder is gone",))
+        for t, f, n in (("bbbbb_00001", "gone_b", 2), ("ccccc_00002", "gone_c", 1))}

@@ -438,3 +438,32 @@ def test_every_listed_trial_whose_folder_is_gone_is_missing_with_its_failures(tm
     assert missing == {
         t: (root / f, n, (f"{root / f}: trial {t} is listed in {state.name} (RUNNING) but its folder is gone",))
         for t, f, n in (("bbbbb_00001", "gone_b", 2), ("ccccc_00002", "gone_c", 1))}
+
+
+def test_the_spec_problems_trials_recorded_are_read_back_once_each_and_odd_records_are_skipped(tmp_path):
+    from rlsweep.errors import Problem
+
+    first, second, garbled, odd = (tmp_path / name for name in ("t1", "t2", "t3", "t4"))
+    for folder in (first, second, garbled, odd):
+        folder.mkdir()
+    same = [Problem("config.training.lr", "must be > 0, got -1"), Problem("env", "no env 'X'")]
+    store.write_spec_problems(lambda name, text: (first / name).write_text(text), same)
+    store.write_spec_problems(lambda name, text: (second / name).write_text(text), [same[1], Problem("", "every trial fails")])
+    (garbled / store.SPEC_PROBLEMS_FILE).write_text("[{cut")
+    (odd / store.SPEC_PROBLEMS_FILE).write_text(json.dumps([5, {"message": "no path"}, {"path": "x"}]))
+    assert [(p.path, p.message) for p in store.spec_problems(tmp_path)] == [
+        ("config.training.lr", "must be > 0, got -1"), ("env", "no env 'X'"), ("", "every trial fails"), ("", "no path"), ("x", "")]
+    (odd / store.SPEC_PROBLEMS_FILE).write_text(json.dumps({"path": "not a list"}))
+    assert len(store.spec_problems(tmp_path)) == 3
+
+
+def test_seed_zero_is_saved_at_the_checkpoints_top_and_seed_k_below_it(tmp_path):
+    assert store.seed_checkpoint_dir(tmp_path, 0) == tmp_path
+    assert store.seed_checkpoint_dir(str(tmp_path), 2) == tmp_path / store.SEED_CHECKPOINTS / "2"
+
+
+def test_trial_states_are_tunes_status_and_failures_for_the_entries_with_a_known_status(tmp_path):
+    entries = [[_entry(), json.dumps({"num_failures": 3})], [json.dumps({"trial_id": "b2", "status": "WAITING"}), "{}"]]
+    (tmp_path / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    assert store.trial_states(tmp_path) == {"a1": ("RUNNING", 3)}
+    assert store.trial_states(tmp_path / "none") == {}

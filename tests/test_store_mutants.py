@@ -467,3 +467,40 @@ def test_trial_states_are_tunes_status_and_failures_for_the_entries_with_a_known
     (tmp_path / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
     assert store.trial_states(tmp_path) == {"a1": ("RUNNING", 3)}
     assert store.trial_states(tmp_path / "none") == {}
+
+
+def test_a_renamed_folder_with_a_garbled_line_and_a_status_tune_does_not_know_is_read_once(tmp_path, caplog):
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    renamed = write_trial(root, "aaaaa_00000", [1.0, 2.0, 3.0, 4.0], config={"training.lr": 0.001}).rename(root / "renamed")
+    with (renamed / store.RESULT_FILE).open("a") as handle:
+        handle.write("{cut off\n")
+    entry = [json.dumps({"trial_id": "aaaaa_00000", "status": "WAITING", store.TRIAL_DIR_KEY: "train_aaaaa_00000_0_x"}), "{}"]
+    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": [entry]}))
+    with caplog.at_level("WARNING"):
+        (trial,) = store.read_trials(root, budget_env_steps=4000)
+    # No status Tune knows: its own rows tell, and they reached the budget.
+    assert (trial.trial_id, trial.path, trial.state) == ("aaaaa_00000", renamed, store.TERMINATED)
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert skipped == [f"renamed: skipped 1 unreadable line(s) of {store.RESULT_FILE}"]
+
+
+def test_a_checkpoint_whose_metadata_is_garbled_or_not_rlsweeps_is_named_as_not_complete(tmp_path):
+    from rlsweep.errors import SweepError
+
+    (tmp_path / store.CHECKPOINT_META).write_text("{cut")
+    with pytest.raises(SweepError) as garbled:
+        store.read_checkpoint_meta(tmp_path)
+    assert str(garbled.value) == (f"{tmp_path}: not a complete rlsweep checkpoint "
+                                  f"({tmp_path / store.CHECKPOINT_META}: is not JSON (JSONDecodeError))")
+    (tmp_path / store.CHECKPOINT_META).write_text(json.dumps({"metrics": [1]}))
+    with pytest.raises(SweepError) as foreign:
+        store.read_checkpoint_meta(tmp_path)
+    assert str(foreign.value) == f"{tmp_path}: not a complete rlsweep checkpoint ({store.CHECKPOINT_META} is not rlsweep's)"
+
+
+def test_a_path_that_cannot_be_looked_at_is_named_with_the_systems_reason(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert store.file_problem(loop) == f"{loop}: cannot be read (Too many levels of symbolic links)"

@@ -346,3 +346,47 @@ def test_each_domain_refuses_what_it_cannot_draw_with_the_whole_message(kind, ar
         # The bounds in the domain's own type: whole numbers for the int domains, floats for the others.
         bounds = [getattr(domain, name) for name in ("low", "high", "q") if hasattr(domain, name)]
         assert all(type(b) is (int if "randint" in kind else float) for b in bounds), bounds
+
+
+@pytest.mark.parametrize(
+    ("lr", "problems"),
+    [
+        ({"schedule": "cubic", "from": 1.0, "to": 0.0},
+         [("search_space.training.lr.schedule", "unknown schedule 'cubic'; expected one of ['linear', 'piecewise']")]),
+        ({"schedule": "linear", "from": {"loguniform": [1e-4, 1e-2], "when": {"x": 1}}, "to": 0.0},
+         [("search_space.training.lr.from.when", "a schedule's number takes no condition; it is always drawn")]),
+        ({"schedule": "linear", "from": {"choice": ["a", "b"]}, "to": 0.0},
+         [("search_space.training.lr.from", "a schedule's number must be a number or a domain of numbers, got {'choice': ['a', 'b']}")]),
+        # Both numbers wrong: each is named, the second after the first.
+        ({"schedule": "linear", "from": {"uniform": [2, 1]}, "to": {"choice": ["a"]}},
+         [("search_space.training.lr.from", "uniform: low must be < high, got low=2, high=1"),
+          ("search_space.training.lr.to", "a schedule's number must be a number or a domain of numbers, got {'choice': ['a']}")]),
+    ],
+)
+def test_a_searched_schedule_with_a_wrong_number_is_refused_at_that_number_and_kept_out_of_the_space(lr, problems):
+    from rlsweep.search_spaces._domains import parse_search_space
+
+    space, found = parse_search_space({"training.lr": lr, "training.gamma": {"uniform": [0.9, 0.99]}})
+    assert [(p.path, p.message) for p in found] == problems
+    assert space.schedules == ()
+
+
+def test_a_searched_schedule_becomes_a_parameter_per_searched_number():
+    from rlsweep.search_spaces._domains import parse_search_space
+
+    space, found = parse_search_space(
+        {"training.lr": {"schedule": "linear", "from": {"loguniform": [1e-4, 1e-2]}, "to": {"choice": [0.0, 1e-5]}}})
+    assert found == [] and [p.path for p in space.parameters] == ["training.lr.from", "training.lr.to"]
+    assert [path for path, _ in space.schedules] == ["training.lr"]
+
+
+@pytest.mark.parametrize(
+    ("n", "shown"),
+    [(9, "p0 -> p1 -> p2 -> p3 -> p4 -> p5 -> p6 -> p7 -> p8 -> p0"),  # ten names: shown whole
+     (10, "p0 -> p1 -> p2 -> p3 -> p4 -> p5 -> p6 -> p7 -> p8 -> ... (10 parameters)")],
+)
+def test_a_cycle_of_conditions_is_shown_whole_up_to_ten_names_and_cut_after_nine_past_that(n, shown):
+    from rlsweep.search_spaces._domains import parse_search_space
+
+    raw = {f"p{i}": {"choice": [1, 2], "when": {f"p{(i + 1) % n}": 1}} for i in range(n)}
+    assert [(p.path, p.message) for p in parse_search_space(raw)[1]] == [("search_space", f"conditions form a cycle: {shown}")]

@@ -390,3 +390,12 @@ def test_a_cycle_of_conditions_is_shown_whole_up_to_ten_names_and_cut_after_nine
 
     raw = {f"p{i}": {"choice": [1, 2], "when": {f"p{(i + 1) % n}": 1}} for i in range(n)}
     assert [(p.path, p.message) for p in parse_search_space(raw)[1]] == [("search_space", f"conditions form a cycle: {shown}")]
+
+
+def test_a_parameter_with_no_name_is_named_and_the_parameters_after_it_still_checked():
+    from rlsweep.search_spaces._domains import parse_search_space
+
+    _, found = parse_search_space({"": {"uniform": [0, 1]}, "training.lr": {"uniform": [2, 1]}})
+    assert [(p.path, p.message) for p in found] == [
+        ("search_space", "parameter names must be non-empty strings, got ''"),
+        ("search_space.training.lr", "uniform: low must be < high, got low=2, high=1")]

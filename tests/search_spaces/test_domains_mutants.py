@@ -399,3 +399,39 @@ def test_a_parameter_with_no_name_is_named_and_the_parameters_after_it_still_che
     assert [(p.path, p.message) for p in found] == [
         ("search_space", "parameter names must be non-empty strings, got ''"),
         ("search_space.training.lr", "uniform: low must be < high, got low=2, high=1")]
+
+
+def _choice(**when):
+    return {"choice": [1, 2], **({"when": when} if when else {})}
+
+
+@pytest.mark.parametrize(
+    ("raw", "order", "problems"),
+    [
+        # A child written before its parent: the parent comes first, and what follows is still ordered.
+        ({"child": _choice(parent=1), "parent": _choice(), "other": {"uniform": [0, 1]}}, ["parent", "child", "other"], []),
+        # Two children of one parent: the parent once.
+        ({"a": _choice(), "b": _choice(a=1), "c": _choice(a=2)}, ["a", "b", "c"], []),
+        # A cycle that the first parameter only leads into.
+        ({"x": _choice(a=1), "a": _choice(b=1), "b": _choice(a=1)}, ["x", "a", "b"],
+         [("search_space", "conditions form a cycle: a -> b -> a")]),
+        # A condition on a parameter the space does not have: named, and the rest still ordered.
+        ({"b": _choice(nope=1), "z": _choice()}, ["b", "z"],
+         [("search_space.b.when.nope", "refers to 'nope', which is not in search_space")]),
+    ],
+)
+def test_conditions_order_parents_first_once_each_and_a_cycle_anywhere_is_named(raw, order, problems):
+    from rlsweep.search_spaces._domains import parse_search_space
+
+    space, found = parse_search_space(raw)
+    assert [p.path for p in space.parameters] == order
+    assert [(p.path, p.message) for p in found] == problems
+
+
+def test_distinct_configs_count_only_the_active_parameters_of_each_branch():
+    from rlsweep.search_spaces._domains import parse_search_space
+
+    space, _ = parse_search_space({"a": {"choice": ["x", "y"]}, "b": {"choice": [1, 2], "when": {"a": "x"}},
+                                   "c": {"choice": [1, 2, 3], "when": {"a": "y"}}})
+    assert space.distinct_configs(100) == 2 + 3  # a=x with b's two values, a=y with c's three
+    assert space.distinct_configs(4) is None  # more than the limit

@@ -12,6 +12,17 @@ import pytest
 from rlsweep import store
 
 
+#: Where Tune keeps a sweep's experiment state (one file per run of the sweep, named by its start).
+STATE = "experiment_state-2026-01-01_00-00-00.json"
+
+
+def _write_state(root: Path, trial_data) -> Path:
+    """Tune's experiment state at ``root`` holding ``trial_data`` as its entries; returns the file."""
+    state = root / STATE
+    state.write_text(json.dumps({"trial_data": trial_data}))
+    return state
+
+
 def test_a_failure_line_longer_than_300_characters_is_cut_to_300_with_an_ellipsis(tmp_path):
     error = tmp_path / store.ERROR_FILE
     last = "".join(str(i % 10) for i in range(400))
@@ -152,8 +163,7 @@ def _resumable(tmp_path):
         trial = {"trial_id": trial_id, "status": status, store.TRIAL_DIR_KEY: folder.name, store.CONFIG_KEY: {}}
         return [json.dumps(trial), json.dumps({"num_failures": 0})]
 
-    state = root / "experiment_state-2026-01-01_00-00-00.json"
-    state.write_text(json.dumps({"trial_data": [entry("aaaaa_00000", "RUNNING", running), entry("bbbbb_00001", "TERMINATED", finished)]}))
+    state = _write_state(root, [entry("aaaaa_00000", "RUNNING", running), entry("bbbbb_00001", "TERMINATED", finished)])
     return root, running, finished, state
 
 
@@ -173,8 +183,8 @@ def test_resume_names_a_trial_folder_tunes_state_does_not_list_and_only_unfinish
 
 
 def test_resume_names_a_state_without_entries_a_cut_tuner_and_a_sweep_file_that_is_not_json(tmp_path):
-    root, running, _, state = _resumable(tmp_path)
-    state.write_text(json.dumps({"trial_data": []}))
+    root, _, _, _ = _resumable(tmp_path)
+    state = _write_state(root, [])
     assert store.resume_problems(root) == [f"{state.name} is not a Tune experiment state (no readable trial entries)"]
 
     root, _, _, _ = _resumable(tmp_path / "second")
@@ -252,8 +262,7 @@ def _entry(**fields):
     ],
 )
 def test_each_odd_entry_of_tunes_state_is_named_and_what_reads_is_kept(tmp_path, entry, problem, read):
-    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
-    state.write_text(json.dumps({"trial_data": [entry]}))
+    state = _write_state(tmp_path, [entry])
     found = store.tune_state(tmp_path)
     assert list(found.problems) == ([] if problem is None else [f"{state}: trial entry 0 {problem}"])
     if read is None:
@@ -264,8 +273,7 @@ def test_each_odd_entry_of_tunes_state_is_named_and_what_reads_is_kept(tmp_path,
 
 @pytest.mark.parametrize(("folder", "kept"), [("train_a1_x", True), ("..", False), ("a/b", False), ("", False), (3, False)])
 def test_an_entrys_trial_folder_is_kept_only_where_it_is_a_name_inside_the_experiment(tmp_path, folder, kept):
-    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
-    state.write_text(json.dumps({"trial_data": [[_entry(**{store.TRIAL_DIR_KEY: folder, store.CONFIG_KEY: [1]}), "{}"]]}))
+    _write_state(tmp_path, [[_entry(**{store.TRIAL_DIR_KEY: folder, store.CONFIG_KEY: [1]}), "{}"]])
     entry = store.tune_state(tmp_path).entries["a1"]
     assert entry.folder == (folder if kept else None)
     assert entry.config is None  # a config that is no mapping is not taken
@@ -276,8 +284,7 @@ def test_reading_trials_warns_of_ten_problems_at_most_and_counts_the_rest(tmp_pa
     from tests.experiments import new_experiment
 
     root = new_experiment(tmp_path / "exp")
-    state = root / "experiment_state-2026-01-01_00-00-00.json"
-    state.write_text(json.dumps({"trial_data": [{}] * odd}))
+    state = _write_state(root, [{}] * odd)
     with caplog.at_level("WARNING"):
         store.read_trials(root, budget_env_steps=4000)
     messages = [r.getMessage() for r in caplog.records]
@@ -336,7 +343,7 @@ def test_a_state_entry_without_its_folder_claims_the_folder_named_by_its_trial_i
         (folder / store.RESULT_FILE).unlink()  # no row yet names the trial: only the folder's name does
     entries = [[json.dumps({"trial_id": t, "status": "PAUSED", store.CONFIG_KEY: {}}), json.dumps({"num_failures": 1})]
                for t in ("qqqqq_00000", "zzzzz_00001", "qqqqqqqq")]
-    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    _write_state(root, entries)
     trials = {t.trial_id: t for t in store.read_trials(root, budget_env_steps=4000)}
     # Each entry found its folder: the state and failures are Tune's, the config the folder's params.json.
     assert {t: (trial.path, trial.state, trial.failures, trial.config) for t, trial in trials.items()} == {
@@ -359,7 +366,7 @@ def test_a_folder_renamed_by_hand_is_still_its_listed_trial_by_the_id_its_rows_n
          json.dumps({"num_failures": 1})],
         [json.dumps({"trial_id": "bbbbb_00001", "status": "PAUSED", store.TRIAL_DIR_KEY: "custom"}), json.dumps({"num_failures": 2})],
     ]
-    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    _write_state(root, entries)
     trials = store.read_trials(root, budget_env_steps=4000)
     assert sorted((t.trial_id, t.path, t.state, t.failures, len(t.rows)) for t in trials) == [
         ("aaaaa_00000", renamed, "PAUSED", 1, 2), ("bbbbb_00001", named, "PAUSED", 2, 0)]
@@ -417,11 +424,10 @@ def test_a_sweep_id_of_upper_and_lower_case_letters_digits_and_dashes_reads(tmp_
 
 
 def test_a_state_that_is_not_tunes_and_a_trial_listed_twice_are_named(tmp_path):
-    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
-    state.write_text(json.dumps({"trial_data": 5}))
+    state = _write_state(tmp_path, 5)
     assert store.tune_state(tmp_path).problems == (f"{state}: is not a Tune experiment state (no list of trial entries)",)
     entry = [_entry(), "{}"]
-    state.write_text(json.dumps({"trial_data": [entry, entry]}))
+    _write_state(tmp_path, [entry, entry])
     assert store.tune_state(tmp_path).problems == (f"{state}: trial entry 1 lists trial a1 a second time",)
 
 
@@ -432,8 +438,7 @@ def test_every_listed_trial_whose_folder_is_gone_is_missing_with_its_failures(tm
     here = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001})
     entries = [[json.dumps({"trial_id": t, "status": "RUNNING", store.TRIAL_DIR_KEY: f}), json.dumps({"num_failures": n})]
                for t, f, n in (("aaaaa_00000", here.name, 0), ("bbbbb_00001", "gone_b", 2), ("ccccc_00002", "gone_c", 1))]
-    state = root / "experiment_state-2026-01-01_00-00-00.json"
-    state.write_text(json.dumps({"trial_data": entries}))
+    state = _write_state(root, entries)
     missing = {t.trial_id: (t.path, t.failures, t.damage) for t in store.read_trials(root, budget_env_steps=4000) if t.state == store.MISSING}
     assert missing == {
         t: (root / f, n, (f"{root / f}: trial {t} is listed in {state.name} (RUNNING) but its folder is gone",))
@@ -464,7 +469,7 @@ def test_seed_zero_is_saved_at_the_checkpoints_top_and_seed_k_below_it(tmp_path)
 
 def test_trial_states_are_tunes_status_and_failures_for_the_entries_with_a_known_status(tmp_path):
     entries = [[_entry(), json.dumps({"num_failures": 3})], [json.dumps({"trial_id": "b2", "status": "WAITING"}), "{}"]]
-    (tmp_path / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": entries}))
+    _write_state(tmp_path, entries)
     assert store.trial_states(tmp_path) == {"a1": ("RUNNING", 3)}
     assert store.trial_states(tmp_path / "none") == {}
 
@@ -477,7 +482,7 @@ def test_a_renamed_folder_with_a_garbled_line_and_a_status_tune_does_not_know_is
     with (renamed / store.RESULT_FILE).open("a") as handle:
         handle.write("{cut off\n")
     entry = [json.dumps({"trial_id": "aaaaa_00000", "status": "WAITING", store.TRIAL_DIR_KEY: "train_aaaaa_00000_0_x"}), "{}"]
-    (root / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps({"trial_data": [entry]}))
+    _write_state(root, [entry])
     with caplog.at_level("WARNING"):
         (trial,) = store.read_trials(root, budget_env_steps=4000)
     # No status Tune knows: its own rows tell, and they reached the budget.

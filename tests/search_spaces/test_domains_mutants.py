@@ -364,16 +364,12 @@ def test_each_domain_refuses_what_it_cannot_draw_with_the_whole_message(kind, ar
     ],
 )
 def test_a_searched_schedule_with_a_wrong_number_is_refused_at_that_number_and_kept_out_of_the_space(lr, problems):
-    from rlsweep.search_spaces._domains import parse_search_space
-
     space, found = parse_search_space({"training.lr": lr, "training.gamma": {"uniform": [0.9, 0.99]}})
     assert [(p.path, p.message) for p in found] == problems
     assert space.schedules == ()
 
 
 def test_a_searched_schedule_becomes_a_parameter_per_searched_number():
-    from rlsweep.search_spaces._domains import parse_search_space
-
     space, found = parse_search_space(
         {"training.lr": {"schedule": "linear", "from": {"loguniform": [1e-4, 1e-2]}, "to": {"choice": [0.0, 1e-5]}}})
     assert found == [] and [p.path for p in space.parameters] == ["training.lr.from", "training.lr.to"]
@@ -386,15 +382,11 @@ def test_a_searched_schedule_becomes_a_parameter_per_searched_number():
      (10, "p0 -> p1 -> p2 -> p3 -> p4 -> p5 -> p6 -> p7 -> p8 -> ... (10 parameters)")],
 )
 def test_a_cycle_of_conditions_is_shown_whole_up_to_ten_names_and_cut_after_nine_past_that(n, shown):
-    from rlsweep.search_spaces._domains import parse_search_space
-
     raw = {f"p{i}": {"choice": [1, 2], "when": {f"p{(i + 1) % n}": 1}} for i in range(n)}
     assert [(p.path, p.message) for p in parse_search_space(raw)[1]] == [("search_space", f"conditions form a cycle: {shown}")]
 
 
 def test_a_parameter_with_no_name_is_named_and_the_parameters_after_it_still_checked():
-    from rlsweep.search_spaces._domains import parse_search_space
-
     _, found = parse_search_space({"": {"uniform": [0, 1]}, "training.lr": {"uniform": [2, 1]}})
     assert [(p.path, p.message) for p in found] == [
         ("search_space", "parameter names must be non-empty strings, got ''"),
@@ -421,16 +413,12 @@ def _choice(**when):
     ],
 )
 def test_conditions_order_parents_first_once_each_and_a_cycle_anywhere_is_named(raw, order, problems):
-    from rlsweep.search_spaces._domains import parse_search_space
-
     space, found = parse_search_space(raw)
     assert [p.path for p in space.parameters] == order
     assert [(p.path, p.message) for p in found] == problems
 
 
 def test_distinct_configs_count_only_the_active_parameters_of_each_branch():
-    from rlsweep.search_spaces._domains import parse_search_space
-
     space, _ = parse_search_space({"a": {"choice": ["x", "y"]}, "b": {"choice": [1, 2], "when": {"a": "x"}},
                                    "c": {"choice": [1, 2, 3], "when": {"a": "y"}}})
     assert space.distinct_configs(100) == 2 + 3  # a=x with b's two values, a=y with c's three

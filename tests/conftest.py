@@ -46,6 +46,18 @@ TINY_SPEC: dict[str, Any] = {
 }
 
 
+#: A test without the ``slow`` mark takes seconds (the slowest about 8 s). One still running after two minutes
+#: fails there with every thread's stack (pytest-timeout), instead of holding the run for the 15 minutes
+#: (``timeout`` in pyproject.toml) a slow test with Ray trials may need: the fast tier's 4 minutes stay 4.
+FAST_TEST_TIMEOUT_S = 120
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(FAST_TEST_TIMEOUT_S))
+
+
 @pytest.fixture
 def tiny_spec(tmp_path: Path) -> dict[str, Any]:
     spec = copy.deepcopy(TINY_SPEC)

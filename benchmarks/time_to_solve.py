@@ -275,6 +275,63 @@ def run_zoo(task: Task, seed: int, launch: float, result_file: Path, storage: Pa
 # --- the harness ------------------------------------------------------------------------------------
 
 
+class _CpuMeter:
+    """CPU seconds a side's processes used, by kind, read from /proc once a second while the side runs:
+    where the CPU goes (the side's own driver, the trial workers, Ray's own processes) and how much of the
+    machine the side got beside other work. Each process counts at its last reading; one that lives less
+    than a second can be missed."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, root: int) -> None:
+        self.root, self.cpu = root, {root: 0.0}
+        self.kinds: dict[int, tuple[str, str]] = {root: ("", "driver")}  # pid -> (its name then, its kind)
+
+    @staticmethod
+    def _kind(pid: int, comm: str) -> str:
+        if comm.startswith("ray::"):  # Ray's worker processes name themselves after what they run
+            return "Ray's own processes" if comm.startswith(("ray::Dashboard", "ray::RuntimeEnv")) else "trial workers"
+        if comm in ("raylet", "gcs_server"):
+            return "Ray's own processes"
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                return "Ray's own processes" if b"/ray/" in cmdline.read() else "other"
+        except OSError:
+            return "other"
+
+    def poll(self) -> None:
+        stats: dict[int, tuple[str, int, float]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    text = stat.read()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            stats[int(entry.name)] = (text[text.index("(") + 1:text.rindex(")")], int(fields[1]),
+                                      (int(fields[11]) + int(fields[12])) / self.TICK)
+        for pid, (comm, _, cpu) in stats.items():
+            ancestor = pid
+            while ancestor in stats and ancestor != self.root and ancestor > 1:
+                ancestor = stats[ancestor][1]
+            if ancestor != self.root:
+                continue
+            # Classified again when its name changes: a Ray worker starts as Ray's default_worker.py and
+            # renames itself "ray::<what it runs>".
+            if pid != self.root and self.kinds.get(pid, ("",))[0] != comm:
+                self.kinds[pid] = (comm, self._kind(pid, comm))
+            self.cpu[pid] = cpu
+
+    def by_kind(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for pid, cpu in self.cpu.items():
+            kind = self.kinds[pid][1]
+            totals[kind] = round(totals.get(kind, 0.0) + cpu, 1)
+        return totals
+
+
 def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -> dict[str, Any]:
     result_file = scratch / f"{side}-{seed}.json"
     # rlsweep keeps a trial's memory reading between commands: each run starts with none (a new user's
@@ -287,7 +344,11 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     start = time.time()
+    meter, metered = _CpuMeter(process.pid), 0.0
     while process.poll() is None:
+        if time.time() - metered >= 1.0:
+            meter.poll()
+            metered = time.time()
         if result_file.exists() and json.loads(result_file.read_text() or "{}").get("solved"):
             # Solved: the side stops its sweep itself; give it a moment, then end what is left.
             try:
@@ -300,6 +361,8 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
         if time.time() - start > cap_s + (30 if side == "zoo" else 0):
             break
         time.sleep(0.2)
+    meter.poll()
+    wall_s = time.time() - start
     if process.poll() is None:
         # SIGTERM first: rl-zoo3's side then stops the rl_zoo3 process it started in a session of its own,
         # which a SIGKILL to the side's group would leave running (and taking CPU from the next sides).
@@ -312,7 +375,8 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
     if not result_file.exists():
         return {"side": side, "seed": seed, "solved": False, "time_s": cap_s, "env_steps": None,
                 "error": (process.stderr.read() or "")[-2000:]}
-    run = {"side": side, "seed": seed, **json.loads(result_file.read_text())}
+    run = {"side": side, "seed": seed, **json.loads(result_file.read_text()),
+           "cpu_s": meter.by_kind(), "wall_s": round(wall_s, 1)}
     if not run["solved"]:
         run["time_s"] = max(run["time_s"], min(time.time() - start, cap_s))  # unsolved: the time it ran
     return run
@@ -409,16 +473,24 @@ def main() -> None:
         firsts = [r["startup"]["first_result_s"][0] for r in runs if r["side"] == side and r.get("startup", {}).get("first_result_s")]
         setups = [t for r in runs if r["side"] == side for t in r.get("startup", {}).get("trial_setup_s", []) if t == t]
         phases = _startup_phases([r for r in runs if r["side"] == side])
+        metered = [r for r in runs if r["side"] == side and r.get("cpu_s") and r.get("wall_s")]
+        kinds = sorted({k for r in metered for k in r["cpu_s"]})
+        cpu = {"cores_used": round(statistics.median(sum(r["cpu_s"].values()) / r["wall_s"] for r in metered), 2),
+               "share_by_kind": {k: round(statistics.median(r["cpu_s"].get(k, 0.0) / sum(r["cpu_s"].values()) for r in metered), 3)
+                                 for k in kinds}} if metered else {}
         summary[side] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
                          "solved": solved, "runs": len(times),
                          "median_best_eval": statistics.median(bests) if bests else None,
                          "median_first_result_s": statistics.median(firsts) if firsts else None,
                          "median_trial_setup_s": statistics.median(setups) if setups else None,
-                         "median_startup_phases_s": phases}
+                         "median_startup_phases_s": phases, "median_cpu": cpu}
         start_up = (f"  first result at {summary[side]['median_first_result_s']} s, a trial's setup {summary[side]['median_trial_setup_s']} s"
                     if firsts else "")
         print(f"{side:14s} median {summary[side]['median_s']:7.1f} s  (min {min(times):6.1f}, max {max(times):6.1f})  "
               f"solved {solved}/{len(times)}  median best evaluation {summary[side]['median_best_eval']}{start_up}")
+        if cpu:
+            print(f"{'':14s} CPU (medians): {cpu['cores_used']} cores of {os.cpu_count()}; "
+                  + ", ".join(f"{k} {v:.0%}" for k, v in cpu["share_by_kind"].items()))
         if phases:
             print(f"{'':14s} start-up by phase (medians, s): " + ", ".join(f"{k} {v}" for k, v in phases.items()))
     if "rlsweep" in summary:

@@ -2,8 +2,8 @@
 
 Over and over until SECONDS have passed: start a local Ray runtime of its own, keep one CPU-bound task per
 core busy for WORK seconds, and shut the runtime down again: as another user's scripts or test runs that
-start and stop Ray beside a sweep. It runs at niceness NICE (default 10, as ``busy-load``'s loops), in a
-session of its own (another terminal), and is ended by its own PID when COMMAND ends.
+start and stop Ray beside a sweep. It runs at niceness NICE (default 10, as the busy-machine runs' busy
+loops), in a session of its own (another terminal), and is ended by its own PID when COMMAND ends.
 
     .venv/bin/python benchmarks/ray_neighbour.py SECONDS [--work W] [--nice N] -- COMMAND ...
 

@@ -429,7 +429,7 @@ def main() -> None:
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=["rlsweep", "raw-tune", "zoo"])
     parser.add_argument("--cap-s", type=float, default=600.0)
     parser.add_argument("--condition", default="quiet",
-                        help="what else ran on the machine, kept in the results file (e.g. 'busy-load: one nice 10 busy loop per core')")
+                        help="what else ran on the machine, kept in the results file (e.g. 'busy loops: one nice 10 busy loop per core')")
     parser.add_argument("--run-side", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -72,12 +71,10 @@ def main() -> int:
         return subprocess.call(command)
     finally:
         # Its own session, so its whole group (the driver and the Ray runtime it started) is ended by its PID.
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGTERM)
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from _zoo import _stop
+
+        _stop(child)
 
 
 if __name__ == "__main__":

@@ -344,11 +344,11 @@ def one_run(task_name: str, side: str, seed: int, cap_s: float, scratch: Path) -
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     start = time.time()
-    meter, metered = _CpuMeter(process.pid), 0.0
+    meter, last_poll = _CpuMeter(process.pid), 0.0
     while process.poll() is None:
-        if time.time() - metered >= 1.0:
+        if time.time() - last_poll >= 1.0:
             meter.poll()
-            metered = time.time()
+            last_poll = time.time()
         if result_file.exists() and json.loads(result_file.read_text() or "{}").get("solved"):
             # Solved: the side stops its sweep itself; give it a moment, then end what is left.
             try:

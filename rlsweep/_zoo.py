@@ -75,12 +75,31 @@ POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
 ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "SiLU": "silu", "Identity": "linear"}
 
 #: Names with a fixed, settled meaning for one algorithm: the SB3 behaviour RLlib must be told about.
-#: (RLlib PPO adds a KL penalty by default, RLlib DQN is dueling and double-Q by default; SB3 is neither.
-#: SB3 samples its replay buffer uniformly; RLlib's default buffer is prioritized.)
+#: (RLlib PPO adds a KL penalty by default and clamps each sample's value loss at ``vf_clip_param`` (10),
+#: which stops the value function learning from returns far from its estimate; SB3's PPO does neither
+#: (``clip_range_vf: None``), and a value loss never reaches 1e10. RLlib DQN is dueling and double-Q by
+#: default; SB3 is neither. SB3 samples its replay buffer uniformly; RLlib's default buffer is prioritized.)
 SB3_BEHAVIOUR: dict[str, dict[str, Any]] = {
-    "PPO": {"training.use_kl_loss": False},
+    "PPO": {"training.use_kl_loss": False, "training.vf_clip_param": 1e10},
     "SAC": {"training.replay_buffer_config.type": "EpisodeReplayBuffer"},
     "DQN": {"training.dueling": False, "training.double_q": False, "training.replay_buffer_config.type": "EpisodeReplayBuffer"},
+}
+
+#: What SB3 does that no setting of RLlib's default model reproduces, for every entry of the algorithm (so no
+#: entry states it): said in the converted spec's header, since it can change what is learned.
+SB3_NOT_REPRODUCED: dict[str, tuple[str, ...]] = {
+    "PPO": (
+        "SB3's policy initializes its layers orthogonally (gains sqrt(2), 0.01 for the action layer, 1 for the "
+        "value layer); RLlib's default model keeps torch's initialization",
+        "for continuous actions SB3 learns one state-independent log std (log_std_init, default 0); RLlib's "
+        "default model outputs the log std from the network",
+    ),
+    "SAC": (
+        "SB3's critic is one MLP on the observation and action concatenated; RLlib's Q network encodes the "
+        "observation and the action in two streams of fcnet_hiddens and fuses them through fusionnet_hiddens "
+        "([256, 256], tanh): about 10x the parameters, more time per update",
+    ),
+    "DQN": (),
 }
 
 #: Names rl-zoo3 reads itself and that have no RLlib counterpart here, and why.
@@ -615,6 +634,9 @@ def header(source: str, mapping: ZooMapping) -> str:
     if mapping.unmapped:
         lines.append("# Not carried over (set these by hand where they matter):")
         lines += [f"#   {item}" for item in mapping.unmapped]
+    if SB3_NOT_REPRODUCED.get(mapping.algorithm):
+        lines.append(f"# Stable-Baselines3 behaviour of every {mapping.algorithm} entry that RLlib's default model does not reproduce:")
+        lines += [f"#   {one_line(text)}" for text in SB3_NOT_REPRODUCED[mapping.algorithm]]
     return "\n".join(lines) + "\n"
 
 

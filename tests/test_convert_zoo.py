@@ -48,6 +48,7 @@ def test_cartpole_ppo_maps_onto_rllibs_ppo_with_sb3s_defaults_and_a_linear_lr():
         "rl_module.model_config.fcnet_hiddens": [64, 64],
         "rl_module.model_config.fcnet_activation": "tanh",
         "training.use_kl_loss": False,  # SB3's PPO has no KL penalty
+        "training.vf_clip_param": 1e10,  # nor a clamp on the value loss (RLlib's default: 10)
     }
     assert "normalize" not in spec
     assert set(unmapped) == {"clip_range"} and "RLlib cannot schedule clip_param" in unmapped["clip_range"]
@@ -133,6 +134,15 @@ def test_the_header_says_where_each_value_came_from_and_what_is_not_carried(tmp_
     assert "#   training.vf_loss_coeff: 0.5 (vf_coef)" in text  # SB3's default, said
     assert "#   sde_sample_freq: 4: gSDE's noise resampling" in text
     assert yaml.safe_load(text)["config"]["training.gamma"] == 0.9
+    # What every PPO entry trains with in SB3 and RLlib's default model does not do: said, after the entry's own.
+    said = text.split("RLlib's default model does not reproduce:\n", 1)[1]
+    assert said.startswith("#   SB3's policy initializes its layers orthogonally") and "state-independent log std" in said
+
+
+def test_a_sac_header_says_rllibs_q_network_is_not_sb3s_critic(tmp_path):
+    out = tmp_path / "spec.yaml"
+    assert main(["convert", "--from", "zoo", str(DATA / "sac.yml"), "--env", "Pendulum-v1", "-o", str(out)]) == 0
+    assert "#   SB3's critic is one MLP on the observation and action concatenated" in out.read_text()
 
 
 def test_the_cli_writes_a_spec_that_validates(tmp_path, capsys):

@@ -588,9 +588,12 @@ class _Mapper:
         end = self.number("exploration_final_eps", minimum=0)
         if None not in (fraction, start, end):
             # SB3: linear from the initial to the final epsilon over the first fraction of n_timesteps, then held.
-            until = round(float(fraction) * (self.env_steps or 0))  # type: ignore[arg-type]
-            points = [[0, float(start)], [until, float(end)]] if until > 0 else [[0, float(end)]]  # type: ignore[arg-type]
-            self.put("training.epsilon", {"schedule": "piecewise", "points": points},
+            # Over the budget the spec gets: n_timesteps, or the default a converted spec without one runs.
+            steps = self.env_steps if self.env_steps is not None else DEFAULT_ENV_STEPS
+            until = round(float(fraction) * steps)  # type: ignore[arg-type]
+            # A schedule over no env steps is the final epsilon from the start: a number (a schedule needs two points).
+            value = {"schedule": "piecewise", "points": [[0, float(start)], [until, float(end)]]} if until > 0 else float(end)  # type: ignore[arg-type]
+            self.put("training.epsilon", value,
                      "exploration_initial_eps", "exploration_final_eps", "exploration_fraction", "n_timesteps",
                      source="exploration_initial_eps to exploration_final_eps over exploration_fraction * n_timesteps")
 

@@ -117,6 +117,18 @@ def test_dqn_explores_with_sb3s_epsilon_schedule_and_is_neither_dueling_nor_doub
     assert config["rl_module.model_config.fcnet_hiddens"] == [256, 256] and unmapped == {}
 
 
+@pytest.mark.parametrize(("entry", "epsilon"), [
+    # No exploration phase: the final epsilon from the first step, as a number (a schedule needs two points).
+    ({"n_timesteps": 1000, "exploration_fraction": 0, "exploration_final_eps": 0.05}, 0.05),
+    # No n_timesteps: over the default budget the converted spec runs (100,000 env steps), as SB3 over its n_timesteps.
+    ({"exploration_fraction": 0.1}, {"schedule": "piecewise", "points": [[0, 1.0], [10_000, 0.05]]}),
+])
+def test_a_dqn_epsilon_the_entry_leaves_without_a_span_still_converts_to_a_valid_spec(entry, epsilon):
+    spec, _ = convert_zoo({"CartPole-v1": entry}, "CartPole-v1", algorithm="DQN")
+    assert spec["config"]["training.epsilon"] == epsilon
+    rlsweep.load_spec(spec, preflight=False)
+
+
 def test_a_net_arch_whose_value_function_differs_is_listed():
     mapping = map_entry("PPO", "X", {"policy_kwargs": "dict(net_arch=dict(pi=[64], vf=[128, 128]))"})
     assert mapping.config()["rl_module.model_config.fcnet_hiddens"] == [64]
@@ -297,24 +309,6 @@ def test_read_kwargs_reads_or_refuses_any_text_without_running_it(text):
 # --- round trip through the spec parser ---------------------------------------------------------------
 
 
-def _parser_knows_schedules_and_normalize() -> bool:
-    """Whether the spec parser reads issue 32's `schedule:` values and `normalize:` section (other changes)."""
-    base = {"name": "x", "algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 1000, "trials": 1}}
-    try:
-        rlsweep.load_spec({**base, "config": {"training.lr": {"schedule": "linear", "from": "x", "to": 0.0}}}, preflight=False)
-    except SpecError:
-        pass  # refused a bad schedule: it reads them
-    else:
-        return False
-    try:
-        rlsweep.load_spec({**base, "normalize": {"observations": True}}, preflight=False)
-    except SpecError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _parser_knows_schedules_and_normalize(),
-                    reason="the spec parser does not read `schedule:` values or the `normalize:` section yet (issue 32 items 1-2)")
 @pytest.mark.parametrize(("stem", "env"), [("ppo", "CartPole-v1"), ("ppo", "MountainCarContinuous-v0"), ("dqn", "CartPole-v1"),
                                            ("sac", "Pendulum-v1")])
 def test_converted_specs_with_schedules_and_normalization_validate(stem, env):

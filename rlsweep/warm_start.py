@@ -76,12 +76,21 @@ def _zoo_value(settings: Mapping[str, Setting], path: str) -> tuple[Any, str, bo
     if path in settings:
         return settings[path].value, settings[path].source, True
     base, _, end = path.rpartition(".")
-    if end in ("from", "to") and base in settings:
+    index = None
+    if base.endswith(".points") and end.isdigit():  # a searched piecewise point's value: <path>.points.<i>
+        base, index = base[: -len(".points")], int(end)
+    if (end in ("from", "to") or index is not None) and base in settings:
         value = settings[base].value
-        if isinstance(value, Mapping) and value.get("schedule") == "linear":
-            return value[end], settings[base].source, False
-        if not isinstance(value, Mapping):
+        if not isinstance(value, Mapping):  # a constant is every point of its schedule
             return value, settings[base].source, False
+        if value.get("schedule") == "linear" and index is None:
+            return value[end], settings[base].source, False
+        if value.get("schedule") == "piecewise":
+            points = value["points"]
+            # The zoo schedule's first and last values are its ends; point i is the zoo's point i, where it has one.
+            at = {"from": 0, "to": len(points) - 1}.get(end) if index is None else index
+            if at is not None and at < len(points):
+                return points[at][1], settings[base].source, False
     return None
 
 

@@ -61,6 +61,28 @@ def test_a_searched_schedule_takes_the_zoo_schedules_ends():
                      "kept at the start value 0.2 instead of falling linearly to 0"]
 
 
+@pytest.mark.parametrize(("searched", "expected"), [
+    # rl-zoo3's CartPole DQN: epsilon 1.0 to 0.04 over the first 16% of its 50,000 env steps.
+    ({"points": [[0, {"uniform": [0.5, 1.0]}], [8000, {"uniform": [0.01, 0.1]}]]},
+     {"training.epsilon.points.0": 1.0, "training.epsilon.points.1": 0.04}),
+    ({"points": [[0, 1.0], [8000, {"uniform": [0.01, 0.1]}], [40_000, {"uniform": [0.0, 0.1]}]]},
+     {"training.epsilon.points.1": 0.04}),  # the zoo's schedule has no third point: no value for it
+    ({"schedule": "linear", "from": {"uniform": [0.5, 1.0]}, "to": {"uniform": [0.01, 0.1]}},
+     {"training.epsilon.from": 1.0, "training.epsilon.to": 0.04}),  # a piecewise zoo schedule's ends
+])
+def test_a_searched_epsilon_schedule_takes_the_zoo_schedules_points(searched, expected):
+    schedule = {"schedule": "piecewise", **searched} if "points" in searched else searched
+    spec = space("DQN", "CartPole-v1", {"training.epsilon": schedule}, budget={"env_steps": 50_000, "trials": 2})
+    if len(expected) < sum(isinstance(p[1], dict) for p in searched.get("points", [])):
+        with pytest.raises(rlsweep.SpecError) as caught:
+            zoo_point("DQN", "CartPole-v1", spec.search_space)
+        (problem,) = caught.value.problems
+        assert problem.path == "search_space.training.epsilon.points.2" and "have no value for it" in problem.message
+        return
+    point, _ = zoo_point("DQN", "CartPole-v1", spec.search_space)
+    assert point == expected
+
+
 def test_the_spec_must_normalize_observations_as_the_zoo_entry_does():
     # DQN on CartPole is trained without normalization by rl-zoo3.
     doc = {**BASE, "algorithm": "DQN", "env": "CartPole-v1", "normalize": {"observations": True},

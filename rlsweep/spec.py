@@ -342,7 +342,9 @@ class SweepSpec(Section):
     config: Annotated[dict[str, Any], WithJsonSchema(_DOTTED_KEYS)] = {}
     """fixed RLlib settings, addressed as AlgorithmConfig method.argument (training.lr); a value may be a
     schedule over env steps (see Schedules)"""
-    search_space: Annotated[SearchSpace, WithJsonSchema(_SEARCH_SPACE_SCHEMA)] = SearchSpace()
+    # The schema's default is what a user writes ({}); a SearchSpace() instance as the default showed its
+    # internal fields there ({"parameters": [], "schedules": []}), which an editor would insert.
+    search_space: Annotated[SearchSpace, WithJsonSchema({**_SEARCH_SPACE_SCHEMA, "default": {}})] = Field(default_factory=SearchSpace)
     """parameter path -> domain ({loguniform: [low, high]}, {choice: [...]}, ...), a fixed value, or a schedule
     whose numbers may be domains (see Schedules)"""
     preset: Text | None = None
@@ -1132,11 +1134,11 @@ def _parse_policies(doc: Any, space: SearchSpace) -> tuple[dict[str, PolicySetup
     search space picks from with ``search_space.policies: {choice: [name, ...]}``)."""
     problems: list[Problem] = []
     where = f"search_space.{POLICIES_PATH}"
-    if doc is None:
+    if doc is None or (isinstance(doc, Mapping) and not doc):  # left out or empty, like every other section
         if POLICIES_PATH in space.paths:
             problems.append(Problem(where, "picks one of the spec's 'policies' setups, but there is none"))
         return {}, problems
-    if not isinstance(doc, Mapping) or not doc:
+    if not isinstance(doc, Mapping):
         return {}, [Problem("policies", f"must be a mapping: {{map: ..., train: ...}} or named setups, got {doc!r}")]
     named = {"default": doc} if "map" in doc else dict(doc)
     setups = {}

@@ -82,3 +82,20 @@ def test_a_section_left_empty_is_valid_for_the_schema_as_for_the_parser(validato
     document.update(checkpoint=None, searcher=None, search_space=None, evaluation=None)
     assert errors(validator, document) == []
     rlsweep.load_spec(document, preflight=False)
+
+
+def test_every_top_level_default_the_schema_shows_is_a_value_the_spec_takes(validator):
+    # An editor inserts the schema's default for a key: it must be what a user could write there, and mean the
+    # same as leaving the key out (search_space once showed its internal fields: {"parameters": [], ...}).
+    import rlsweep
+
+    schema = rlsweep.schema()
+    shown = {key: prop["default"] for key, prop in schema["properties"].items() if "default" in prop}
+    assert shown["search_space"] == {}
+    base = copy.deepcopy(TINY_SPEC)
+    for key, default in shown.items():
+        document = {**base, key: copy.deepcopy(default)}
+        if key == "search_space":  # the tiny spec searches; an empty space then means one fixed config
+            document["searcher"] = "random"
+        assert errors(validator, document) == [], key
+        rlsweep.load_spec(document, preflight=False)

@@ -23,6 +23,20 @@ def optimizer_learning_rates(learner: Any) -> dict[Any, Any]:
     return dict(getattr(learner, "_optimizer_lr_schedules", {}) or {})
 
 
+def entropy_schedulers(learner: Any) -> dict[Any, Any]:
+    """module id -> its entropy-coefficient ``Scheduler``, for a learner that schedules one (PPO; empty for
+    others). Ray 2.60: ``PPOLearner.entropy_coeff_schedulers_per_module``, a default dict that builds a
+    module's scheduler, at its env step 0 value, the first time the loss asks for it.
+
+    Why: after a restore (resume, retry, PBT) the scheduler is new and PPO updates it only after the next
+    gradient update, so the first update would use the schedule's start; rlsweep sets it to the restored step.
+    """
+    table = getattr(learner, "entropy_coeff_schedulers_per_module", None)
+    if table is None:
+        return {}
+    return {module_id: table[module_id] for module_id in learner.module.keys()}
+
+
 def set_optimizer_learning_rate(learner: Any, optimizer: Any, value: float) -> None:
     """Ray 2.60: ``Learner._set_optimizer_lr`` (no public setter)."""
     learner._set_optimizer_lr(optimizer, value)

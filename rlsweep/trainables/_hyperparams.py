@@ -16,13 +16,16 @@ from rlsweep import _compat
 
 
 def reapply_learning_rates(algo: Any, env_steps: int = 0) -> None:
-    """Set every optimizer's learning rate to the value the trial's own config schedules at ``env_steps``
-    (the restored checkpoint's): a new learner's schedule starts at its env step 0 value until its first
-    update, so a scheduled rate (``training.lr: {schedule: linear, ...}``) would restart for one update."""
+    """Set every optimizer's learning rate, and PPO's entropy coefficient, to the value the trial's own
+    config schedules at ``env_steps`` (the restored checkpoint's): a new learner's schedules start at their
+    env step 0 value until its first update, so a scheduled rate or coefficient (``training.lr: {schedule:
+    linear, ...}``) would restart for one update."""
 
     def reset(learner: Any) -> None:
         for optimizer, schedule in _compat.optimizer_learning_rates(learner).items():
             _compat.set_optimizer_learning_rate(learner, optimizer, schedule.update(timestep=env_steps))
+        for scheduler in _compat.entropy_schedulers(learner).values():
+            scheduler.update(timestep=env_steps)
 
     algo.learner_group.foreach_learner(reset)
 

@@ -27,15 +27,21 @@ def test_a_restored_checkpoint_no_longer_carries_the_saving_trials_learning_rate
     donor.save_to_path(directory)
     donor.stop()
 
-    mutated = build_config(spec, {"training.lr": 2e-4, "training.clip_param": 0.3}).build_algo()
+    # The mutated trial also schedules its entropy coefficient (RLlib's format, as a spec's schedule compiles).
+    entropy = [[0, 0.02], [4000, 0.0]]
+    mutated = build_config(spec, {"training.lr": 2e-4, "training.clip_param": 0.3, "training.entropy_coeff": entropy}).build_algo()
     try:
         mutated.restore_from_path(directory)
         before = in_effect(mutated, ["training.lr", "training.clip_param"])
         # RLlib alone: the optimizer runs the donor's rate until its next update resets it.
         assert math.isclose(before["training.lr"], 1e-3)
         assert before["training.clip_param"] == 0.3
-        reapply_learning_rates(mutated)
+        reapply_learning_rates(mutated, 3000)
         assert math.isclose(in_effect(mutated, ["training.lr"])["training.lr"], 2e-4)
+        # The entropy coefficient the next update uses is the schedule's at the restored env step, not its start.
+        used = mutated.learner_group.foreach_learner(
+            lambda learner: {m: float(s.get_current_value()) for m, s in learner.entropy_coeff_schedulers_per_module.items()})
+        assert [round(v, 6) for call in used for v in call.get().values()] == [0.005]
     finally:
         mutated.stop()
 

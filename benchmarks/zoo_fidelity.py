@@ -1,0 +1,187 @@
+"""Does an rl-baselines3-zoo entry, converted by ``rlsweep convert --from zoo``, score in rlsweep what
+rl-baselines3-zoo publishes for it?
+
+For each entry: the entry is read from the hyperparameter file of the pinned rl-zoo3 (the benchmark's own
+venv, ``benchmarks/zoo-requirements.txt``) and converted exactly as ``rlsweep convert --from zoo FILE --env
+ID`` converts it (the same function). The converted spec is run as it is, with three changes that only
+say how many times: ``budget.trials`` (one trial per training seed: the space is empty, so every trial
+trains the entry's config, each on its own seed from ``seeds.tuning``), ``budget.max_concurrent`` and
+``searcher.seed`` (the seeds drawn repeat). Each trial's last checkpoint (at the entry's ``n_timesteps``) is
+then evaluated greedily by rlsweep's own ``evaluate`` (``--episodes`` per env seed, on ``--eval-seeds``
+fresh env seeds, the observation filter restored from the checkpoint).
+
+The published score is rl-baselines3-zoo's ``benchmark.md``: one trained agent per entry, its
+deterministic policy run for 150,000 env steps (``python -m rl_zoo3.benchmark``, ``enjoy.py -n 150000``),
+mean and population standard deviation of the episodes' returns. A training seed **reaches** the
+published score when its evaluation mean is at least the published mean minus one published standard
+deviation (within its published spread); an entry holds when every training seed reaches it.
+
+A sweep already in ``--storage`` under the entry's name is evaluated, not trained again, when its recorded
+spec is the one this script would run (a run interrupted by hand can be finished with ``rlsweep resume``);
+any other sweep there is an error. Results go to ``benchmarks/results/zoo_fidelity-<date>.json`` with the
+commit and versions.
+
+    .venv/bin/python benchmarks/zoo_fidelity.py --entries ppo:CartPole-v1 --storage /tmp/zoo-fidelity
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+#: rl-baselines3-zoo's ``benchmark.md`` (last changed in 61a0d13, 2023-04-11; read at 22e3ff2, 2026-04-23):
+#: mean, std of the returns, the training budget, and the episodes its 150,000 evaluation env steps held.
+PUBLISHED: dict[str, dict[str, Any]] = {
+    "ppo:CartPole-v1": {"mean": 500.000, "std": 0.000, "n_timesteps": 100_000, "eval_episodes": 300},
+    "ppo:Acrobot-v1": {"mean": -73.506, "std": 18.201, "n_timesteps": 1_000_000, "eval_episodes": 2013},
+    "sac:Pendulum-v1": {"mean": -156.995, "std": 88.714, "n_timesteps": 20_000, "eval_episodes": 750},
+    "dqn:CartPole-v1": {"mean": 500.000, "std": 0.000, "n_timesteps": 50_000, "eval_episodes": 300},
+    "dqn:Acrobot-v1": {"mean": -76.639, "std": 11.752, "n_timesteps": 100_000, "eval_episodes": 1932},
+    "ppo:MountainCarContinuous-v0": {"mean": 88.343, "std": 2.572, "n_timesteps": 20_000, "eval_episodes": 633},
+}
+PUBLISHED_FROM = ("rl-baselines3-zoo benchmark.md (DLR-RM/rl-baselines3-zoo, last changed in 61a0d13; read at 22e3ff2): "
+                  "one agent per entry, deterministic policy, 150,000 env steps, seed 0; mean and population std")
+
+
+def zoo_file(algo: str) -> Path:
+    """The pinned rl-zoo3's hyperparameter file for ``algo`` (its venv is made once)."""
+    import _zoo
+
+    python = _zoo.ensure_venv()
+    found = subprocess.run([str(python), "-c", "import rl_zoo3, os; print(os.path.dirname(rl_zoo3.__file__))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return Path(found) / "hyperparams" / f"{algo}.yml"
+
+
+def document(entry: str, path: Path, *, seeds: int, max_concurrent: int, searcher_seed: int) -> tuple[dict[str, Any], list[str]]:
+    """The converted spec as it runs here, and what the conversion did not carry (``convert --from zoo``'s list)."""
+    from rlsweep._zoo import algorithm_of_file, convert_zoo, read_file
+
+    algo, env = entry.split(":", 1)
+    spec, mapping = convert_zoo(read_file(str(path)), env, algorithm=algorithm_of_file(algo, str(path)), source=str(path))
+    spec["searcher"] = {"name": "random", "seed": searcher_seed}
+    spec["budget"] = {**spec["budget"], "trials": seeds, "max_concurrent": max_concurrent}
+    return spec, [str(item) for item in mapping.unmapped]
+
+
+def reaches(mean: float, published: dict[str, Any]) -> bool:
+    """A training seed's evaluation mean is within the published spread, or above it."""
+    return mean >= published["mean"] - published["std"]
+
+
+def train(spec: dict[str, Any], storage: Path) -> tuple[Path, float | None]:
+    """Run the spec with the CLI, as a user would, unless the same spec already ran there."""
+    import yaml
+
+    path = storage / spec["name"]
+    recorded = path / "rlsweep.json"
+    if recorded.exists():
+        ran = json.loads(recorded.read_text())["spec"]
+        if ran != spec:
+            raise SystemExit(f"{path} holds another spec than this entry's; give another --storage")
+        print(f"{spec['name']}: already trained in {path}; evaluating it", flush=True)
+        return path, None
+    storage.mkdir(parents=True, exist_ok=True)
+    spec_file = storage / f"{spec['name']}.yaml"
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    start = time.perf_counter()
+    subprocess.run([str(Path(sys.executable).parent / "rlsweep"), "run", str(spec_file), "--storage", str(storage),
+                    "--progress", "lines"], check=True, cwd=storage)
+    return path, time.perf_counter() - start
+
+
+def evaluate(path: Path, published: dict[str, Any], *, episodes: int, eval_seeds: list[int]) -> dict[str, Any]:
+    """Each trial's last checkpoint (a sweep always keeps the latest), greedily, by rlsweep's own evaluation."""
+    import dataclasses
+
+    import rlsweep
+    from rlsweep.analysis._evaluate import evaluate_checkpoint
+
+    sweep = rlsweep.load(path)
+    ranked = {best.trial_id: best for best in sweep.ranked("last")}
+    per_seed = []
+    for trial in sweep.trials:
+        last = trial.latest_checkpoint
+        if last is None:
+            raise SystemExit(f"trial {trial.trial_id} of {path} kept no checkpoint ({trial.state})")
+        best = dataclasses.replace(ranked[trial.trial_id], checkpoint=last.path, checkpoint_env_steps=last.env_steps)
+        row = evaluate_checkpoint(sweep.spec, best, episodes=episodes, seeds=eval_seeds)
+        per_seed.append({
+            "trial_id": trial.trial_id,
+            "training_seed": trial.seed,
+            "state": trial.state,
+            "checkpoint_env_steps": row["checkpoint_env_steps"],
+            "eval_return_mean": row["eval_return_mean"],
+            "eval_return_std": row["eval_return_std"],
+            "episodes": row["episodes"],
+            "reaches": reaches(row["eval_return_mean"], published),
+        })
+        print(f"  {trial.trial_id} (seed {trial.seed}, {trial.state}): checkpoint at {last.env_steps:,} env steps, "
+              f"greedy {row['eval_return_mean']:.1f} +- {row['eval_return_std']:.1f} over {row['episodes']} episodes", flush=True)
+    means = [run["eval_return_mean"] for run in per_seed]
+    return {
+        "per_seed": per_seed,
+        "mean_of_seeds": statistics.fmean(means) if means else None,
+        "seeds_reaching": sum(run["reaches"] for run in per_seed),
+        "holds": len(per_seed) >= 3 and all(run["reaches"] for run in per_seed),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", nargs="+", choices=sorted(PUBLISHED),
+                        default=["ppo:CartPole-v1", "ppo:Acrobot-v1", "sac:Pendulum-v1"])
+    parser.add_argument("--seeds", type=int, default=3, help="training seeds per entry (one trial each)")
+    parser.add_argument("--max-concurrent", type=int, default=2)
+    parser.add_argument("--searcher-seed", type=int, default=0)
+    parser.add_argument("--episodes", type=int, default=10, help="greedy episodes per evaluation env seed")
+    parser.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--storage", type=Path, required=True)
+    args = parser.parse_args()
+    from time_to_solve import commit, versions
+
+    started = dt.datetime.now()
+    out = HERE / "results" / f"zoo_fidelity-{started:%Y-%m-%dT%H%M}.json"
+    entries: dict[str, Any] = {}
+    for entry in args.entries:
+        algo = entry.split(":", 1)[0]
+        path = zoo_file(algo)
+        spec, unmapped = document(entry, path, seeds=args.seeds, max_concurrent=args.max_concurrent,
+                                  searcher_seed=args.searcher_seed)
+        sweep_path, trained_s = train(spec, args.storage.resolve())
+        result = evaluate(sweep_path, PUBLISHED[entry], episodes=args.episodes, eval_seeds=args.eval_seeds)
+        entries[entry] = {"published": PUBLISHED[entry], "spec": spec, "not_carried_over": unmapped,
+                          "sweep": str(sweep_path), "train_s": trained_s, **result}
+        shown = ", ".join(f"{run['eval_return_mean']:.1f}" for run in result["per_seed"])
+        print(f"{entry}: published {PUBLISHED[entry]['mean']:.1f} +- {PUBLISHED[entry]['std']:.1f}; rlsweep per seed {shown}; "
+              f"{result['seeds_reaching']} of {len(result['per_seed'])} seeds reach it", flush=True)
+        out.write_text(json.dumps({
+            "benchmark": "zoo_fidelity",
+            "started": started.isoformat(),
+            "commit": commit(),
+            "versions": versions(),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+            "published_from": PUBLISHED_FROM,
+            "evaluation": {"episodes_per_seed": args.episodes, "env_seeds": args.eval_seeds, "policy": "greedy",
+                           "checkpoint": "each trial's last (rule last)"},
+            "entries": entries,
+        }, indent=1, default=str))
+    print(f"results: {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -83,7 +83,7 @@ def reaches(mean: float, published: dict[str, Any]) -> bool:
     return mean >= published["mean"] - published["std"]
 
 
-def train(spec: dict[str, Any], storage: Path) -> tuple[Path, float | None]:
+def train(spec: dict[str, Any], storage: Path, address: str | None = None) -> tuple[Path, float | None]:
     """Run the spec with the CLI, as a user would, unless the same spec already ran there."""
     import yaml
 
@@ -100,7 +100,7 @@ def train(spec: dict[str, Any], storage: Path) -> tuple[Path, float | None]:
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
     start = time.perf_counter()
     subprocess.run([str(Path(sys.executable).parent / "rlsweep"), "run", str(spec_file), "--storage", str(storage),
-                    "--progress", "lines"], check=True, cwd=storage)
+                    "--progress", "lines", *(["--address", address] if address else [])], check=True, cwd=storage)
     return path, time.perf_counter() - start
 
 
@@ -125,6 +125,7 @@ def evaluate(path: Path, published: dict[str, Any], *, episodes: int, eval_seeds
             "training_seed": trial.seed,
             "state": trial.state,
             "checkpoint_env_steps": row["checkpoint_env_steps"],
+            "trial_time_s": trial.rows[-1].get("time_total_s") if trial.rows else None,  # the trial's own training time
             "eval_return_mean": row["eval_return_mean"],
             "eval_return_std": row["eval_return_std"],
             "episodes": row["episodes"],
@@ -151,6 +152,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=10, help="greedy episodes per evaluation env seed")
     parser.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--storage", type=Path, required=True)
+    parser.add_argument("--address", help="join this Ray runtime ('auto': the one running here) instead of starting one")
     args = parser.parse_args()
     from time_to_solve import commit, versions
 
@@ -162,7 +164,7 @@ def main() -> None:
         path = zoo_file(algo)
         spec, unmapped = document(entry, path, seeds=args.seeds, max_concurrent=args.max_concurrent,
                                   searcher_seed=args.searcher_seed)
-        sweep_path, trained_s = train(spec, args.storage.resolve())
+        sweep_path, trained_s = train(spec, args.storage.resolve(), args.address)
         result = evaluate(sweep_path, PUBLISHED[entry], episodes=args.episodes, eval_seeds=args.eval_seeds)
         entries[entry] = {"published": PUBLISHED[entry], "spec": spec, "not_carried_over": unmapped,
                           "sweep": str(sweep_path), "train_s": trained_s, **result}

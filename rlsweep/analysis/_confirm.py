@@ -337,6 +337,11 @@ def read_confirmation(root: Path) -> tuple[dict[str, Any] | None, list[str]]:
         problems.append(f"winner {shorten(winner)} is none of its configurations")
         winner = None
     ties = found.get("ties", [])
+    if not isinstance(ties, list):
+        problems.append(f"ties is {shorten(ties)}, not a list of trial ids; read as none")
+        ties = []
+    elif strays := [t for t in ties if not isinstance(t, str) or t not in ids]:
+        problems.append(f"ties {shorten(strays)} are none of its configurations; dropped")
     test_seeds = found.get("test_seeds", [])
     if not isinstance(test_seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in test_seeds):
         problems.append(f"test_seeds is {shorten(test_seeds)}, not a list of seeds")
@@ -346,7 +351,7 @@ def read_confirmation(root: Path) -> tuple[dict[str, Any] | None, list[str]]:
         **found,
         "metric": metric,
         "winner": winner,
-        "ties": [t for t in ties if isinstance(t, str) and t in ids] if isinstance(ties, list) else [],
+        "ties": [t for t in ties if isinstance(t, str) and t in ids],
         "test_seeds": test_seeds,
         "created": created if _is_number(created) and created is not None and math.isfinite(created) else 0,
         "configurations": rows,

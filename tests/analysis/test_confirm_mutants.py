@@ -311,7 +311,8 @@ def test_a_confirmation_file_is_read_with_each_wrong_field_dropped_and_named(tmp
         "metric": CONFIRM_METRIC, "winner": None, "ties": ["a"], "test_seeds": [10, 11], "created": 0, "extra": 1}
     assert problems == [f"{file}: {p}" for p in (
         "configurations[2] is 4, not a configuration", f"metric is 3, not a name; read as {CONFIRM_METRIC}",
-        "winner 'zzz' is none of its configurations", "test_seeds is [10, True, 11], not a list of seeds")]
+        "winner 'zzz' is none of its configurations", "ties [5, 'zzz'] are none of its configurations; dropped",
+        "test_seeds is [10, True, 11], not a list of seeds")]
 
     result, problems = read({"configurations": [], "metric": "return_mean", "test_seeds": 5})
     assert result["test_seeds"] == [] and problems == [f"{file}: test_seeds is 5, not a list of seeds"]
@@ -319,7 +320,7 @@ def test_a_confirmation_file_is_read_with_each_wrong_field_dropped_and_named(tmp
                              "configurations": [row("a"), row("b")]})
     assert (result["metric"], result["winner"], result["ties"], result["test_seeds"], result["created"]) == (
         "return_mean", "a", [], [], 17.5)
-    assert problems == [f"{file}: test_seeds is '10', not a list of seeds"]
+    assert problems == [f"{file}: ties is 'b', not a list of trial ids; read as none", f"{file}: test_seeds is '10', not a list of seeds"]
     for created in ("Infinity", "null", "true"):
         result, _ = read('{"configurations": [], "created": %s}' % created)
         assert result["created"] == 0, created

@@ -91,8 +91,13 @@ def train(spec: dict[str, Any], storage: Path, address: str | None = None) -> tu
     recorded = path / "rlsweep.json"
     if recorded.exists():
         ran = json.loads(recorded.read_text())["spec"]
-        if ran != spec:
+
+        def trained(document: dict[str, Any]) -> dict[str, Any]:  # how many trials ran at once changes no trial
+            return {**document, "budget": {k: v for k, v in document["budget"].items() if k != "max_concurrent"}}
+
+        if trained(ran) != trained(spec):
             raise SystemExit(f"{path} holds another spec than this entry's; give another --storage")
+        spec["budget"]["max_concurrent"] = ran["budget"].get("max_concurrent")  # recorded as it ran
         print(f"{spec['name']}: already trained in {path}; evaluating it", flush=True)
         return path, None
     storage.mkdir(parents=True, exist_ok=True)
@@ -142,6 +147,71 @@ def evaluate(path: Path, published: dict[str, Any], *, episodes: int, eval_seeds
     }
 
 
+#: Run by the zoo venv's python: train one entry with rl-zoo3 as its docs train a published agent
+#: (``python -m rl_zoo3.train --algo ALGO --env ENV --seed S``: the entry's hyperparameters, schedules,
+#: normalization and n_timesteps), then play its final model greedily (``deterministic=True``, as rl-zoo3's
+#: benchmark) on the same env seeds and episodes as rlsweep's side, observations normalized by the saved
+#: ``VecNormalize`` statistics where the entry normalizes.
+ZOO_SIDE = r"""
+import json, pickle, subprocess, sys, time
+from pathlib import Path
+import gymnasium as gym
+import numpy as np
+from stable_baselines3 import DQN, PPO, SAC
+
+algo, env_id, seed, folder, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), int(sys.argv[5])
+eval_seeds = json.loads(sys.argv[6])
+start = time.perf_counter()
+subprocess.run([sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "--seed", str(seed),
+                "-f", str(folder), "--eval-freq", "-1", "--log-interval", "-1"], check=True, stdout=subprocess.DEVNULL)
+trained_s = time.perf_counter() - start
+(run,) = sorted((folder / algo).glob(f"{env_id}_*"))
+model = {"ppo": PPO, "sac": SAC, "dqn": DQN}[algo].load(run / f"{env_id}.zip", device="cpu")
+stats = run / env_id / "vecnormalize.pkl"
+normalize = pickle.load(open(stats, "rb")) if stats.exists() else None
+def observe(obs):
+    if normalize is None or not normalize.norm_obs:
+        return obs
+    return np.clip((obs - normalize.obs_rms.mean) / np.sqrt(normalize.obs_rms.var + normalize.epsilon),
+                   -normalize.clip_obs, normalize.clip_obs)
+returns = []
+for eval_seed in eval_seeds:
+    env = gym.make(env_id)
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=eval_seed if episode == 0 else None)
+        done, total = False, 0.0
+        while not done:
+            action, _ = model.predict(observe(obs), deterministic=True)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+print(json.dumps({"returns": returns, "trained_s": trained_s}))
+"""
+
+
+def zoo_side(entry: str, seeds: list[int], storage: Path, published: dict[str, Any], *, episodes: int,
+             eval_seeds: list[int]) -> dict[str, Any]:
+    """rl-baselines3-zoo's own training of the entry on the same seeds as rlsweep's trials, scored the same way."""
+    import _zoo
+
+    python = _zoo.ensure_venv()
+    algo, env = entry.split(":", 1)
+    per_seed = []
+    for seed in seeds:
+        folder = storage / f"zoo-side-{algo}-{env}-seed{seed}"
+        done = subprocess.run([str(python), "-c", ZOO_SIDE, algo, env, str(seed), str(folder), str(episodes), json.dumps(eval_seeds)],
+                              capture_output=True, text=True, check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        mean = statistics.fmean(found["returns"])
+        per_seed.append({"training_seed": seed, "eval_return_mean": mean, "eval_return_std": statistics.pstdev(found["returns"]),
+                         "episodes": len(found["returns"]), "trained_s": found["trained_s"], "reaches": reaches(mean, published)})
+        print(f"  rl-zoo3 seed {seed}: greedy {mean:.1f} +- {per_seed[-1]['eval_return_std']:.1f} over {len(found['returns'])} "
+              f"episodes (trained in {found['trained_s']:.0f} s)", flush=True)
+    return {"per_seed": per_seed, "seeds_reaching": sum(r["reaches"] for r in per_seed)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", nargs="+", choices=sorted(PUBLISHED),
@@ -153,6 +223,8 @@ def main() -> None:
     parser.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--storage", type=Path, required=True)
     parser.add_argument("--address", help="join this Ray runtime ('auto': the one running here) instead of starting one")
+    parser.add_argument("--zoo-side", action="store_true",
+                        help="also train each entry with rl-zoo3 itself on the same seeds and score it the same way")
     args = parser.parse_args()
     from time_to_solve import commit, versions
 
@@ -168,6 +240,10 @@ def main() -> None:
         result = evaluate(sweep_path, PUBLISHED[entry], episodes=args.episodes, eval_seeds=args.eval_seeds)
         entries[entry] = {"published": PUBLISHED[entry], "spec": spec, "not_carried_over": unmapped,
                           "sweep": str(sweep_path), "train_s": trained_s, **result}
+        if args.zoo_side:
+            seeds = [run["training_seed"] for run in result["per_seed"]]
+            entries[entry]["rl_zoo3"] = zoo_side(entry, seeds, args.storage.resolve(), PUBLISHED[entry],
+                                                 episodes=args.episodes, eval_seeds=args.eval_seeds)
         shown = ", ".join(f"{run['eval_return_mean']:.1f}" for run in result["per_seed"])
         print(f"{entry}: published {PUBLISHED[entry]['mean']:.1f} +- {PUBLISHED[entry]['std']:.1f}; rlsweep per seed {shown}; "
               f"{result['seeds_reaching']} of {len(result['per_seed'])} seeds reach it", flush=True)

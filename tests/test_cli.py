@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
 import os
 import subprocess
@@ -78,7 +80,7 @@ def test_sample_is_reproducible_with_a_seed(spec_file):
 
 
 @pytest.mark.slow
-def test_run_best_export_from_the_shell(spec_file, tmp_path):
+def test_run_best_export_from_the_shell(spec_file, tmp_path, monkeypatch):
     """A sweep, then what a user does with it from the shell. Every command runs with a HOME of its own:
     RLlib logs each algorithm built outside Tune's own trainable (the memory measurement before the sweep,
     `evaluate`'s policies) to a folder of ~/ray_results, and a trial a stop rule ends early skips its
@@ -96,9 +98,23 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path):
     )
     home = tmp_path / "home"
     home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
 
     def rlsweep(*args):
         return globals()["rlsweep"](*args, home=home)
+
+    def rlsweep_here(*args):
+        # The commands that read the finished sweep run in this process: main() is what `rlsweep` runs, and
+        # its exit code, stdout and stderr are the command's; RLlib and MLflow are imported once, not per command.
+        from rlsweep.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
     done = rlsweep("run", spec_file(document), "--quiet", "--set", "ray.num_cpus=2")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -107,27 +123,27 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path):
     assert experiment.is_dir()
     assert not (home / "ray_results").exists(), sorted(p.name for p in (home / "ray_results").iterdir())
 
-    best = rlsweep("best", experiment, "--json", "--rule", "max")
+    best = rlsweep_here("best", experiment, "--json", "--rule", "max")
     assert best.returncode == 0, best.stderr
     parsed = json.loads(best.stdout)
     assert parsed["rule"] == "max" and parsed["checkpoint"].startswith(str(experiment))
     assert set(parsed["config"]) == {"training.lr", "rl_module.model_config.fcnet_hiddens"}
 
-    assert rlsweep("best", experiment, "--rule", "median").returncode == 2
-    exported = rlsweep("export", experiment, "--tracking-uri", f"sqlite:///{tmp_path / 'other.db'}")
+    assert rlsweep_here("best", experiment, "--rule", "median").returncode == 2
+    exported = rlsweep_here("export", experiment, "--tracking-uri", f"sqlite:///{tmp_path / 'other.db'}")
     assert exported.returncode == 0, exported.stderr
-    status = rlsweep("status", experiment)
+    status = rlsweep_here("status", experiment)
     assert status.returncode == 0 and "2 TERMINATED" in status.stdout
 
-    evaluated = rlsweep("evaluate", experiment, "--top", "2", "--episodes", "2", "--seeds", "5", "6", "--json")
+    evaluated = rlsweep_here("evaluate", experiment, "--top", "2", "--episodes", "2", "--seeds", "5", "6", "--json")
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     rows = json.loads(evaluated.stdout)
     assert len(rows) == 2 and all(r["episodes"] == 4 for r in rows)
     assert rows[0]["eval_return_mean"] >= rows[1]["eval_return_mean"]
     assert {"eval_return_std", "seed_5", "seed_6"} <= set(rows[0])
-    shown = rlsweep("evaluate", experiment, "--top", "1", "--episodes", "1")
+    shown = rlsweep_here("evaluate", experiment, "--top", "1", "--episodes", "1")
     assert shown.returncode == 0 and "eval_return_mean" in shown.stdout and "checkpoint_" in shown.stdout
-    assert rlsweep("evaluate", experiment, "--top", "0").returncode == 2
+    assert rlsweep_here("evaluate", experiment, "--top", "0").returncode == 2
 
     # `run` checks the spec while Ray starts: a spec the pre-flight refuses still exits 2 naming the path,
     # before any experiment folder exists.

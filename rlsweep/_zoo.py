@@ -90,9 +90,10 @@ SB3_BEHAVIOUR: dict[str, dict[str, Any]] = {
 SB3_NOT_REPRODUCED: dict[str, tuple[str, ...]] = {
     "PPO": (
         "SB3's policy initializes its layers orthogonally (gains sqrt(2), 0.01 for the action layer, 1 for the "
-        "value layer); RLlib's default model keeps torch's initialization",
-        "for continuous actions SB3 learns one state-independent log std (log_std_init, default 0); RLlib's "
-        "default model outputs the log std from the network",
+        "value layer) unless policy_kwargs sets ortho_init=False; RLlib's default model keeps torch's initialization",
+        "for continuous actions SB3 learns one state-independent log std starting at log_std_init (default 0); "
+        "RLlib's default model outputs the log std from the network (rl_module.model_config.free_log_std: true "
+        "learns one from 0, as SB3's default; the conversion does not set it)",
     ),
     "SAC": (
         "SB3's critic is one MLP on the observation and action concatenated; RLlib's Q network encodes the "

@@ -84,7 +84,9 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path, monkeypatch):
     """A sweep, then what a user does with it from the shell. Every command runs with a HOME of its own:
     RLlib logs each algorithm built outside Tune's own trainable (the memory measurement before the sweep,
     `evaluate`'s policies) to a folder of ~/ray_results, and a trial a stop rule ends early skips its
-    cleanup; rlsweep writes nothing outside its storage and the MLflow store."""
+    cleanup; rlsweep writes nothing outside its storage and the MLflow store. (The commands run in this
+    process read HOME as this test sets it, but Ray fixes its default storage folder at its first import, so
+    the ~/ray_results checks guard the `run` subprocesses.)"""
     document = copy.deepcopy(TINY_SPEC)
     document.update(
         budget={"env_steps": 2000, "trials": 2},
@@ -106,8 +108,14 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path, monkeypatch):
     def rlsweep_here(*args):
         # The commands that read the finished sweep run in this process: main() is what `rlsweep` runs, and
         # its exit code, stdout and stderr are the command's; RLlib and MLflow are imported once, not per command.
+        import mlflow  # noqa: F401
+        import ray.rllib  # noqa: F401
+        import ray.tune  # noqa: F401
+
         from rlsweep.cli import main
 
+        # Imported before stderr is redirected: Ray and RLlib bind their log handlers to the stderr of their
+        # first import, which must not be this call's buffer for the tests that run after it in this worker.
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:

@@ -14,7 +14,9 @@ The published score is rl-baselines3-zoo's ``benchmark.md``: one trained agent p
 deterministic policy run for 150,000 env steps (``python -m rl_zoo3.benchmark``, ``enjoy.py -n 150000``),
 mean and population standard deviation of the episodes' returns. A training seed **reaches** the
 published score when its evaluation mean is at least the published mean minus one published standard
-deviation (within its published spread); an entry holds when every training seed reaches it.
+deviation (within its published spread); an entry holds when every training seed reaches it. That spread
+is of one agent's episodes, not across seeds: strict where it is 0 (CartPole: every episode at 500), loose
+where episodes differ much (Pendulum); ``--zoo-side`` adds rl-zoo3's own training on the same seeds.
 
 A sweep already in ``--storage`` under the entry's name is evaluated, not trained again, when its recorded
 spec is the one this script would run (a run interrupted by hand can be finished with ``rlsweep resume``);
@@ -117,12 +119,19 @@ def evaluate(path: Path, published: dict[str, Any], *, episodes: int, eval_seeds
     from rlsweep.analysis._evaluate import evaluate_checkpoint
 
     sweep = rlsweep.load(path)
+    budget = sweep.spec.budget
+    seeds = [trial.seed for trial in sweep.trials]
+    # Only a whole run is scored: every trial trained to the budget, each on its own seed.
+    if len(sweep.trials) != budget.trials or len(set(seeds)) != len(seeds):
+        raise SystemExit(f"{path}: {len(sweep.trials)} trials on seeds {seeds}; expected {budget.trials} on distinct seeds "
+                         "(a --searcher-seed that draws distinct ones, or finish the sweep with rlsweep resume)")
     ranked = {best.trial_id: best for best in sweep.ranked("last")}
     per_seed = []
     for trial in sweep.trials:
         last = trial.latest_checkpoint
-        if last is None:
-            raise SystemExit(f"trial {trial.trial_id} of {path} kept no checkpoint ({trial.state})")
+        if trial.state != "TERMINATED" or last is None or last.env_steps < budget.env_steps or trial.trial_id not in ranked:
+            raise SystemExit(f"trial {trial.trial_id} of {path} did not train to the budget ({trial.state}, last checkpoint "
+                             f"{last.env_steps if last else None} of {budget.env_steps} env steps); finish it with rlsweep resume")
         best = dataclasses.replace(ranked[trial.trial_id], checkpoint=last.path, checkpoint_env_steps=last.env_steps)
         row = evaluate_checkpoint(sweep.spec, best, episodes=episodes, seeds=eval_seeds)
         per_seed.append({

@@ -162,6 +162,12 @@ class ZooMapping:
         return {path: setting.value for path, setting in self.settings.items()}
 
 
+def budget_env_steps(env_steps: int | None) -> int:
+    """A converted spec's budget: the entry's n_timesteps, or rlsweep's default where the entry has none (the
+    epsilon schedule of a DQN entry is laid over the same budget)."""
+    return env_steps if env_steps is not None else DEFAULT_ENV_STEPS
+
+
 def algorithm_for(stem: str) -> str | None:
     """The RLlib algorithm of an rl-zoo3 file name (``ppo`` -> ``PPO``), or None."""
     return ALGORITHMS.get(stem.lower())
@@ -590,8 +596,7 @@ class _Mapper:
         if None not in (fraction, start, end):
             # SB3: linear from the initial to the final epsilon over the first fraction of n_timesteps, then held.
             # Over the budget the spec gets: n_timesteps, or the default a converted spec without one runs.
-            steps = self.env_steps if self.env_steps is not None else DEFAULT_ENV_STEPS
-            until = round(float(fraction) * steps)  # type: ignore[arg-type]
+            until = round(float(fraction) * budget_env_steps(self.env_steps))  # type: ignore[arg-type]
             # A schedule over no env steps is the final epsilon from the start: a number (a schedule needs two points).
             value = {"schedule": "piecewise", "points": [[0, float(start)], [until, float(end)]]} if until > 0 else float(end)  # type: ignore[arg-type]
             self.put("training.epsilon", value,
@@ -710,9 +715,8 @@ def convert_zoo(document: Any, env: str, *, algorithm: str, source: str = "FILE"
     if mapping.problems:
         raise UsageError(f"\n{source}: ".join(f"{one_line(env)}.{p}" for p in mapping.problems), source)
     unmapped = list(mapping.unmapped)
-    steps = mapping.env_steps
-    if steps is None:
-        steps = DEFAULT_ENV_STEPS
+    steps = budget_env_steps(mapping.env_steps)
+    if mapping.env_steps is None:
         unmapped.append(Unmapped("n_timesteps", None, f"the entry has none: budget.env_steps set to {DEFAULT_ENV_STEPS:,}; change it"))
     spec: dict[str, Any] = {"name": re.sub(r"[^A-Za-z0-9_.-]+", "-", f"zoo-{algorithm.lower()}-{env}"),
                             "algorithm": algorithm, "env": env}

@@ -152,6 +152,18 @@ def test_rllibs_config_validates_every_schedulable_setting(algorithm, env, paths
         assert getattr(config, path.split(".")[1]) == [[0, 0.5], [BUDGET, 0.01]]
 
 
+def test_only_a_ppo_trial_that_schedules_clip_param_trains_with_rlsweeps_learner():
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+    from rlsweep.trainables._ppo_learner import ClipScheduledPPOTorchLearner
+
+    fixed = build_config(parse_spec(document(config={"training.clip_param": 0.2}))[0], {})
+    assert fixed.learner_class is PPOTorchLearner  # RLlib's own, untouched
+    scheduled = build_config(parse_spec(document(config={"training.clip_param": {"schedule": "linear", "from": 0.2, "to": 0.0}}))[0], {})
+    assert scheduled.learner_class is ClipScheduledPPOTorchLearner
+    assert scheduled.clip_param == [[0, 0.2], [BUDGET, 0.0]]
+
+
 @pytest.mark.parametrize("algorithm", sorted(SCHEDULABLE))
 def test_every_schedulable_setting_is_an_argument_of_the_algorithms_config(algorithm):
     from rlsweep.trainables._config import _method_arguments, algorithm_class
@@ -249,7 +261,8 @@ def test_a_linear_lr_schedule_falls_in_the_rows_as_in_the_learner(tmp_path, ray_
     from tests.conftest import small_ppo
 
     doc = small_ppo("lr-schedule", tmp_path / "results", budget={"env_steps": 2000, "trials": 1}, search_space={})
-    doc["config"] = {**doc["config"], "training.lr": {"schedule": "linear", "from": 1.0e-3, "to": 0.0}}
+    doc["config"] = {**doc["config"], "training.lr": {"schedule": "linear", "from": 1.0e-3, "to": 0.0},
+                     "training.clip_param": {"schedule": "linear", "from": 0.3, "to": 0.1}}
     sweep = load(rlsweep.run(rlsweep.load_spec(doc), verbose=0).path)
     (trial,) = sweep.trials
     assert trial.state == "TERMINATED", trial.error
@@ -263,3 +276,26 @@ def test_a_linear_lr_schedule_falls_in_the_rows_as_in_the_learner(tmp_path, ray_
         # RLlib logs the optimizer's rate after the iteration's update, set at the same lifetime env steps.
         learner = row["rllib/learners/default_policy/default_optimizer_learning_rate"]
         assert learner == pytest.approx(row["hp/training.lr"], rel=1e-3, abs=1e-7), row["env_steps"]
+        # PPO's clip_param, which RLlib does not schedule: rlsweep's learner used the value in force at the
+        # update's lifetime env steps, the row's own.
+        assert row["hp/training.clip_param"] == pytest.approx(0.3 - 0.2 * min(row["env_steps"], 2000) / 2000, abs=1e-9)
+        clip = row["rllib/learners/default_policy/curr_clip_param"]
+        assert clip == pytest.approx(row["hp/training.clip_param"], rel=1e-6), row["env_steps"]
+
+
+def test_rlsweeps_ppo_learner_hands_rllibs_loss_the_clip_in_force_at_the_updates_env_steps(monkeypatch):
+    import gymnasium as gym
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    spec = parse_spec(document(config={"training.clip_param": {"schedule": "linear", "from": 0.2, "to": 0.0}}))[0]
+    learner = build_config(spec, {}).build_learner(env=gym.make("CartPole-v1"))
+    seen = []
+    monkeypatch.setattr(PPOTorchLearner, "compute_loss_for_module",
+                        lambda self, *, module_id, config, batch, fwd_out: seen.append((config.clip_param, config.gamma)))
+    module_config = learner.config.get_config_for_module("default_policy")
+    for env_steps in (0, BUDGET // 4, BUDGET, 2 * BUDGET):
+        learner.before_gradient_based_update(timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: env_steps})
+        learner.compute_loss_for_module(module_id="default_policy", config=module_config, batch={}, fwd_out={})
+    # Linear from 0.2 to 0 over the budget, then held; every other setting is the config's own.
+    assert seen == [(0.2, 0.99), (pytest.approx(0.15), 0.99), (0.0, 0.99), (0.0, 0.99)]

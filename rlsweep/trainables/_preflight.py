@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from rlsweep import _schedules
 from rlsweep._envs import UserCodeFailed, call_user, close_quietly, env_problem, made_env_problem, make_env
 from rlsweep.errors import Problem, shorten
 from rlsweep.search_spaces import Choice, Fixed, Normal, Parameter, SearchSpace, random_draws
@@ -242,7 +243,9 @@ def value_type_problems(spec: SweepSpec) -> list[Problem]:
     passes RLlib's validate() and fails every trial in its first update. Paths deeper than
     ``method.argument`` (inside a dict argument) are not checked."""
     config_class = type(algorithm_class(spec.algorithm).get_default_config())
-    values: list[tuple[str, str, Any]] = [("config", path, value) for path, value in spec.config.items()]
+    # A schedule is RLlib's list format by the time it reaches the setter; where it may go is schedule_problems'.
+    values: list[tuple[str, str, Any]] = [("config", path, value) for path, value in spec.config.items()
+                                          if not _schedules.is_schedule(value)]
     for parameter in spec.search_space:
         domain = parameter.domain
         listed = (domain.value,) if isinstance(domain, Fixed) else tuple(domain.values) if isinstance(domain, Choice) else ()

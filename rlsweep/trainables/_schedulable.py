@@ -7,7 +7,9 @@ trial's lifetime env steps that rlsweep's ``env_steps`` reports. Only the settin
 :data:`SCHEDULABLE` take one; a schedule anywhere else is refused at validate. rlsweep does not drive other
 settings per iteration the way it drives the curriculum: a learner builds its loss, connectors (GAE's gamma
 and lambda) and optimizers from its config once, so a value changed on the algorithm's config between
-iterations would not reach the learner, and one changed inside it is an RLlib internal per setting.
+iterations would not reach the learner, and one changed inside it is an RLlib internal per setting. The
+one exception is PPO's ``clip_param``, which rl-zoo3's entries decay (``clip_range: lin_X``): a learner
+class, RLlib's own extension point, reads it on a schedule (:mod:`rlsweep.trainables._ppo_learner`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ _LR = "training.lr"
 #: update at NUM_ENV_STEPS_SAMPLED_LIFETIME (ppo_learner.py:99-101). IMPALA and APPO: the same
 #: (algorithms/impala/impala_learner.py:132), updated before each update (impala_learner.py:294-296).
 _ENTROPY = "training.entropy_coeff"
+#: PPO's ``clip_param``: RLlib keeps no scheduler for it; rlsweep's learner class evaluates the schedule
+#: before each update (trainables/_ppo_learner.py), plugged in only for a trial that schedules it.
+_CLIP = "training.clip_param"
 
 #: Algorithm -> the settings (spec paths) RLlib takes a schedule for.
 SCHEDULABLE: dict[str, tuple[str, ...]] = {
-    "PPO": (_LR, _ENTROPY),
+    "PPO": (_LR, _ENTROPY, _CLIP),
     "APPO": (_LR, _ENTROPY),
     "IMPALA": (_LR, _ENTROPY),
     # ``epsilon``: DefaultDQNRLModule's Scheduler (algorithms/dqn/default_dqn_rl_module.py:40), updated on

@@ -85,12 +85,21 @@ SB3_BEHAVIOUR: dict[str, dict[str, Any]] = {
     "DQN": {"training.dueling": False, "training.double_q": False, "training.replay_buffer_config.type": "EpisodeReplayBuffer"},
 }
 
+#: SB3's orthogonal initialization of a PPO policy's hidden layers (``ortho_init``, True by default) as RLlib's
+#: model settings: torch's in-place initializer names, which RLlib's ``get_initializer_fn`` looks up.
+ORTHO_INIT: dict[str, Any] = {
+    "rl_module.model_config.fcnet_kernel_initializer": "orthogonal_",
+    "rl_module.model_config.fcnet_kernel_initializer_kwargs": {"gain": 2 ** 0.5},
+    "rl_module.model_config.fcnet_bias_initializer": "zeros_",
+}
+
 #: What SB3 does that no setting of RLlib's default model reproduces, for every entry of the algorithm (so no
 #: entry states it): said in the converted spec's header, since it can change what is learned.
 SB3_NOT_REPRODUCED: dict[str, tuple[str, ...]] = {
     "PPO": (
-        "SB3's policy initializes its layers orthogonally (gains sqrt(2), 0.01 for the action layer, 1 for the "
-        "value layer) unless policy_kwargs sets ortho_init=False; RLlib's default model keeps torch's initialization",
+        "SB3 initializes its action and value output layers orthogonally (gains 0.01 and 1, zero biases) unless "
+        "policy_kwargs sets ortho_init=False; RLlib's PPO heads keep torch's initialization (its PPO catalog reads "
+        "no initializer for them; the hidden layers' sqrt(2) is carried through fcnet_kernel_initializer)",
         "for continuous actions SB3 learns one state-independent log std starting at log_std_init (default 0); "
         "RLlib's default model outputs the log std from the network (rl_module.model_config.free_log_std: true "
         "learns one from 0, as SB3's default; the conversion does not set it)",
@@ -422,6 +431,16 @@ class _Mapper:
                 default="activation_fn" not in given)
         else:
             self.problems.append(f"policy_kwargs.activation_fn: must be nn.<Class>, got {shorten(_show(activation))}")
+        ortho = kwargs.get("ortho_init", True)
+        if not isinstance(ortho, bool):
+            self.problems.append(f"policy_kwargs.ortho_init: must be True or False, got {shorten(_show(ortho))}")
+        elif self.algorithm == "PPO" and ortho:
+            # SB3's ActorCriticPolicy.init_weights: every layer of its policy and value MLPs orthogonal with gain
+            # sqrt(2) and zero biases. RLlib's PPO encoders take both from fcnet_*_initializer (ray 2.60,
+            # core/models/catalog.py: _get_encoder_config); its heads take none (SB3_NOT_REPRODUCED).
+            source = "policy_kwargs.ortho_init" if "ortho_init" in given else "SB3's PPO: ortho_init=True"
+            for path, value in ORTHO_INIT.items():
+                self.settings[path] = Setting(value, source, default="ortho_init" not in given)
         for key, value in kwargs.items():
             if reason := self.policy_reason(key, value):  # "": what RLlib's default model does already
                 self.drop(f"policy_kwargs.{key}", value, reason, approximate=self.policy_approximate(key))
@@ -448,8 +467,7 @@ class _Mapper:
 
     def policy_reason(self, key: str, value: Any) -> str:
         if key == "ortho_init":
-            return ("SB3 initializes orthogonally (gains sqrt(2), 0.01, 1); RLlib's default model keeps torch's "
-                    "initialization, which is what ortho_init=False means" if value else "")
+            return ""  # True: carried (ORTHO_INIT); False: torch's initialization, which RLlib's default model keeps
         if key == "log_std_init":
             return ("the initial log std of SB3's state-independent Gaussian; RLlib's default model outputs the log std "
                     "from the network" if self.algorithm == "PPO" else "used by gSDE only (use_sde); RLlib has no gSDE")
@@ -489,11 +507,8 @@ class _Mapper:
             if (value := self.number(name, minimum=0)) is not None:
                 self.put(path, float(value), name)
         if (clip := self.rate("clip_range")) is not None:
-            self.put("training.clip_param", start_value(clip), "clip_range")
-            if isinstance(clip, Mapping):
-                self.drop("clip_range", self.values["clip_range"],
-                          f"RLlib cannot schedule clip_param: kept at the start value {clip['from']} instead of falling "
-                          "linearly to 0", approximate=True)
+            # A lin_ schedule too: rlsweep's PPO learner takes clip_param on a schedule (trainables/_ppo_learner.py).
+            self.put("training.clip_param", clip, "clip_range")
         if self.entry.get("normalize_advantage", True) is not True:
             self.drop("normalize_advantage", self.entry["normalize_advantage"], "RLlib's PPO always standardizes advantages")
         self.done.add("normalize_advantage")

@@ -41,7 +41,7 @@ def test_cartpole_ppo_maps_onto_rllibs_ppo_with_sb3s_defaults_and_a_linear_lr():
         "training.lambda_": 0.8,
         "training.entropy_coeff": 0.0,
         "training.lr": {"schedule": "linear", "from": 0.001, "to": 0.0},  # lin_0.001
-        "training.clip_param": 0.2,  # lin_0.2's start: RLlib cannot schedule it
+        "training.clip_param": {"schedule": "linear", "from": 0.2, "to": 0.0},  # lin_0.2, through rlsweep's PPO learner
         # Left out by the entry: SB3's defaults, what rl-zoo3 trains with (RLlib's own differ).
         "training.vf_loss_coeff": 0.5,
         "training.grad_clip": 0.5,
@@ -49,9 +49,13 @@ def test_cartpole_ppo_maps_onto_rllibs_ppo_with_sb3s_defaults_and_a_linear_lr():
         "rl_module.model_config.fcnet_activation": "tanh",
         "training.use_kl_loss": False,  # SB3's PPO has no KL penalty
         "training.vf_clip_param": 1e10,  # nor a clamp on the value loss (RLlib's default: 10)
+        # SB3's ortho_init=True for the hidden layers (RLlib's default: torch's initialization).
+        "rl_module.model_config.fcnet_kernel_initializer": "orthogonal_",
+        "rl_module.model_config.fcnet_kernel_initializer_kwargs": {"gain": 2 ** 0.5},
+        "rl_module.model_config.fcnet_bias_initializer": "zeros_",
     }
     assert "normalize" not in spec
-    assert set(unmapped) == {"clip_range"} and "RLlib cannot schedule clip_param" in unmapped["clip_range"]
+    assert unmapped == {}
 
 
 def test_pendulum_sac_sets_all_three_rates_and_sb3s_update_ratio():
@@ -92,6 +96,7 @@ def test_lin_normalize_and_policy_kwargs_map_to_a_schedule_the_normalize_section
     assert spec["config"]["training.minibatch_size"] == 8 and "one minibatch" in unmapped["batch_size"]
     # ortho_init=False is RLlib's default initialization: carried, not listed. log_std_init has no counterpart.
     assert set(unmapped) == {"normalize.norm_reward", "policy_kwargs.log_std_init", "use_sde", "batch_size"}
+    assert not any("initializer" in path for path in spec["config"])
 
     spec, unmapped = converted("ppo", "HalfCheetah-v4")  # dict(pi=[256, 256], vf=[256, 256]), nn.ReLU
     assert spec["config"]["rl_module.model_config.fcnet_hiddens"] == [256, 256]
@@ -148,7 +153,36 @@ def test_the_header_says_where_each_value_came_from_and_what_is_not_carried(tmp_
     assert yaml.safe_load(text)["config"]["training.gamma"] == 0.9
     # What every PPO entry trains with in SB3 and RLlib's default model does not do: said, after the entry's own.
     said = text.split("RLlib's default model does not reproduce:\n", 1)[1]
-    assert said.startswith("#   SB3's policy initializes its layers orthogonally") and "state-independent log std" in said
+    assert said.startswith("#   SB3 initializes its action and value output layers orthogonally") and "state-independent log std" in said
+    assert "#   rl_module.model_config.fcnet_kernel_initializer: 'orthogonal_' (SB3's PPO: ortho_init=True)" in text
+
+
+def test_an_unreadable_ortho_init_is_a_problem_not_a_guess():
+    assert map_entry("PPO", "X", {"policy_kwargs": "dict(ortho_init='yes')"}).problems == (
+        "policy_kwargs.ortho_init: must be True or False, got 'yes'",)
+    # Written as True: the same initialization as the default, said to come from the entry.
+    settings = map_entry("PPO", "X", {"policy_kwargs": "dict(ortho_init=True)"}).settings
+    assert settings["rl_module.model_config.fcnet_kernel_initializer"].source == "policy_kwargs.ortho_init"
+
+
+def test_a_converted_ppo_policy_starts_from_sb3s_orthogonal_hidden_layers():
+    """The initializer names reach RLlib's PPO encoders: every hidden layer orthogonal with gain sqrt(2) and zero
+    biases, as SB3's ActorCriticPolicy starts (the output heads keep torch's initialization, as the header says)."""
+    import gymnasium as gym
+    import torch
+
+    from rlsweep.trainables._config import build_config
+
+    spec = rlsweep.load_spec(converted("ppo", "CartPole-v1")[0], preflight=False)
+    module = build_config(spec, {}).get_rl_module_spec(env=gym.make("CartPole-v1")).build()
+    hidden = {name: p.detach() for name, p in module.named_parameters() if "encoder" in name}
+    assert len(hidden) == 8  # two layers of weights and biases, for the policy's and the value function's MLPs
+    for name, tensor in hidden.items():
+        if name.endswith("bias"):
+            assert torch.count_nonzero(tensor) == 0, name
+        else:
+            gram = tensor @ tensor.T if tensor.shape[0] <= tensor.shape[1] else tensor.T @ tensor
+            torch.testing.assert_close(gram, 2 * torch.eye(min(tensor.shape)), atol=1e-4, rtol=0, msg=name)
 
 
 def test_a_sac_header_says_rllibs_q_network_is_not_sb3s_critic(tmp_path):
@@ -253,9 +287,9 @@ def test_any_ppo_entry_maps_its_numbers_exactly(n_envs, n_steps, batch_size, n_e
     minibatch = min(batch_size, n_steps * n_envs)
     assert (config["training.minibatch_size"], config["training.num_epochs"], config["training.gamma"]) == (minibatch, n_epochs, gamma)
     assert config["training.lr"] == ({"schedule": "linear", "from": learning_rate, "to": 0.0} if lin else learning_rate)
-    assert config["training.clip_param"] == clip
-    # A clip_range schedule is listed as kept at its start, a shrunk minibatch as such: never silently changed.
-    assert [i.key for i in mapping.unmapped] == (["batch_size"] if minibatch < batch_size else []) + (["clip_range"] if lin else [])
+    assert config["training.clip_param"] == ({"schedule": "linear", "from": clip, "to": 0.0} if lin else clip)
+    # A shrunk minibatch is listed as such: never silently changed.
+    assert [i.key for i in mapping.unmapped] == (["batch_size"] if minibatch < batch_size else [])
 
 
 @settings(max_examples=40, deadline=None)

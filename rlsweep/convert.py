@@ -129,7 +129,7 @@ class Unmapped:
     key: str
     value: Any
     reason: str
-    #: Carried in part (a schedule RLlib cannot follow, kept at its start value) or with no effect on learning.
+    #: Carried in part (a batch_size larger than the rollout, which SB3 also takes whole) or with no effect on learning.
     approximate: bool = False
 
     def __str__(self) -> str:

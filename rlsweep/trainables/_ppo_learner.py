@@ -67,4 +67,4 @@ class ClipScheduledPPOTorchLearner(PPOTorchLearner):
 def learner_for(config: Any) -> None:
     """Plug :class:`ClipScheduledPPOTorchLearner` into a PPO config whose ``clip_param`` is a schedule."""
     if isinstance(config.clip_param, (list, tuple)):
-        config.training(learner_class=ClipScheduledPPOTorchLearner)
+        config.learners(learner_class=ClipScheduledPPOTorchLearner)

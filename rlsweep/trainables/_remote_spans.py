@@ -82,5 +82,5 @@ def trace_remote_workers(config: Any, target: tracing.TraceTarget | None, trial_
         if isinstance(base, type):
             config.env_runners(env_runner_cls=traced_env_runner_class(base, target, trial_id))
     if config.num_learners >= 1 and isinstance(config.learner_class, type):
-        config.training(learner_class=traced_learner_class(config.learner_class, target, trial_id))
+        config.learners(learner_class=traced_learner_class(config.learner_class, target, trial_id))
     return config

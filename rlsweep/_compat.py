@@ -6,6 +6,7 @@ check. Nothing else in the package names a private attribute of Ray or RLlib.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,26 @@ def entropy_schedulers(learner: Any) -> dict[Any, Any]:
     if table is None:
         return {}
     return {module_id: table[module_id] for module_id in learner.module.keys()}
+
+
+class _ModuleConfigNotice(logging.Filter):
+    """Drops RLlib's notice that ``RLModule(config=RLModuleConfig)`` is deprecated. Ray 2.60's
+    ``RLModule.__init__`` builds an ``RLModuleConfig`` itself for every module (core/rl_module/rl_module.py:463,
+    "TODO (sven): Deprecate this"), so the notice is about RLlib's own code, not the caller's, and it printed
+    once in every ``rlsweep evaluate`` / ``confirm`` / ``load_policy``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "RLModule(config=[RLModuleConfig object])" not in record.getMessage()
+
+
+_MODULE_CONFIG_NOTICE = _ModuleConfigNotice()
+
+
+def quiet_module_config_notice() -> None:
+    """Install :class:`_ModuleConfigNotice` on the logger RLlib's deprecation notices go to (once)."""
+    logger = logging.getLogger("ray._common.deprecation")
+    if _MODULE_CONFIG_NOTICE not in logger.filters:
+        logger.addFilter(_MODULE_CONFIG_NOTICE)
 
 
 def set_optimizer_learning_rate(learner: Any, optimizer: Any, value: float) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlsweep import _compat
 from rlsweep.errors import SweepError
 
 #: Where RLlib's Algorithm checkpoint keeps the trained modules.
@@ -182,6 +183,7 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
         policy_id = ids[0]
     elif policy_id not in ids:
         raise SweepError(f"{path}: no policy {policy_id!r}; it holds {ids}")
+    _compat.quiet_module_config_notice()  # RLlib's notice about its own constructor, not about the caller
     module = RLModule.from_checkpoint(path / MODULES_DIR / policy_id)
     module.eval()
     if module.is_stateful():

@@ -5,6 +5,7 @@ env runners are built in this process (``tests/test_normalize_slow.py`` trains a
 from __future__ import annotations
 
 import copy
+import logging
 import pickle
 from types import SimpleNamespace
 
@@ -184,6 +185,27 @@ def test_load_policy_normalizes_observations_as_the_env_runner_did(normalized_ru
     with torch.no_grad():
         logits = policy.module.forward_inference({Columns.OBS: torch.as_tensor(policy.normalize(raw)[None])})[Columns.ACTION_DIST_INPUTS]
     assert policy.act(raw) == int(torch.argmax(logits[0]))
+
+
+def test_load_policy_prints_no_rllib_notice_about_rllibs_own_module_constructor(normalized_runners, tmp_path):
+    """RLlib 2.60's RLModule.__init__ builds the deprecated RLModuleConfig itself and says so once per process:
+    ``rlsweep evaluate`` printed it. The notice is reset first, so this load is the first in the process."""
+    from ray.util.debug import reset_log_once
+
+    training, _ = normalized_runners
+    checkpoint = tmp_path / "checkpoint"
+    training.module.save_to_path(checkpoint / MODULES_DIR / "default_policy")
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("ray._common.deprecation")
+    logger.addHandler(handler)
+    try:
+        reset_log_once("RLModule(config=[RLModuleConfig object])")
+        load_policy(checkpoint)
+    finally:
+        logger.removeHandler(handler)
+    assert said == []
 
 
 def test_a_checkpoint_without_statistics_loads_as_it_is_and_broken_ones_are_named(normalized_runners, tmp_path):

@@ -38,24 +38,28 @@ def entropy_schedulers(learner: Any) -> dict[Any, Any]:
     return {module_id: table[module_id] for module_id in learner.module.keys()}
 
 
-class _ModuleConfigNotice(logging.Filter):
-    """Drops RLlib's notice that ``RLModule(config=RLModuleConfig)`` is deprecated. Ray 2.60's
-    ``RLModule.__init__`` builds an ``RLModuleConfig`` itself for every module (core/rl_module/rl_module.py:463,
-    "TODO (sven): Deprecate this"), so the notice is about RLlib's own code, not the caller's, and it printed
-    once in every ``rlsweep evaluate`` / ``confirm`` / ``load_policy``."""
+class DropMessage(logging.Filter):
+    """Drops a logger's records whose message starts with ``start``: one notice of Ray's or RLlib's that the
+    user cannot act on, while the logger's other records still print."""
+
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start = start
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "RLModule(config=[RLModuleConfig object])" not in record.getMessage()
+        return not str(record.msg).startswith(self.start)
 
 
-_MODULE_CONFIG_NOTICE = _ModuleConfigNotice()
+def drop_message(logger: logging.Logger, start: str) -> None:
+    """Install :class:`DropMessage` for ``start`` on ``logger``, once."""
+    if not any(isinstance(f, DropMessage) and f.start == start for f in logger.filters):
+        logger.addFilter(DropMessage(start))
 
 
-def quiet_module_config_notice() -> None:
-    """Install :class:`_ModuleConfigNotice` on the logger RLlib's deprecation notices go to (once)."""
-    logger = logging.getLogger("ray._common.deprecation")
-    if _MODULE_CONFIG_NOTICE not in logger.filters:
-        logger.addFilter(_MODULE_CONFIG_NOTICE)
+#: Ray 2.60's ``RLModule.__init__`` builds the deprecated ``RLModuleConfig`` itself for every module
+#: (core/rl_module/rl_module.py:463, "TODO (sven): Deprecate this") and says so once per process: a notice
+#: about RLlib's own code, not the caller's, which ``rlsweep evaluate`` / ``confirm`` / ``load_policy`` printed.
+MODULE_CONFIG_NOTICE = ("ray._common.deprecation", "DeprecationWarning: `RLModule(config=[RLModuleConfig object])`")
 
 
 def set_optimizer_learning_rate(learner: Any, optimizer: Any, value: float) -> None:

@@ -10,6 +10,7 @@ checkpoint; ``act`` normalizes each observation with them first, as the env runn
 
 from __future__ import annotations
 
+import logging
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,7 +184,8 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
         policy_id = ids[0]
     elif policy_id not in ids:
         raise SweepError(f"{path}: no policy {policy_id!r}; it holds {ids}")
-    _compat.quiet_module_config_notice()  # RLlib's notice about its own constructor, not about the caller
+    logger, start = _compat.MODULE_CONFIG_NOTICE
+    _compat.drop_message(logging.getLogger(logger), start)
     module = RLModule.from_checkpoint(path / MODULES_DIR / policy_id)
     module.eval()
     if module.is_stateful():

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from rlsweep import _compat
 from rlsweep.metrics import DIVERGED, ENV_STEPS
 
 MODES = ("bar", "lines", "results", "none")
@@ -336,12 +337,7 @@ def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, tri
 TUNE_CONTROLLER = "ray.tune.execution.tune_controller"
 
 
-class _DropTrialFailed(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Trial task failed for trial")
-
-
-_TUNE_TRIAL_FAILED = _DropTrialFailed()
+_TUNE_TRIAL_FAILED = _compat.DropMessage("Trial task failed for trial")
 
 
 def _cause(trial: Any) -> str:

@@ -73,22 +73,12 @@ def _iteration_line(spec: SweepSpec) -> str:
     )
 
 
-class _DropMessage(logging.Filter):
-    def __init__(self, start: str) -> None:
-        super().__init__()
-        self.start = start
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.start)
-
-
 def _quiet_token_notice() -> None:
     """Ray 2.60 warns on every local start that it enabled token authentication for the local runtime
     (a default the user cannot act on here: rlsweep's runtime listens on this machine only). Only that
     notice is dropped; Ray's other warnings, and its token errors, still print."""
     notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
-    if not any(isinstance(f, _DropMessage) for f in notice.filters):
-        notice.addFilter(_DropMessage("Token authentication is enabled for this Ray cluster"))
+    _compat.drop_message(notice, "Token authentication is enabled for this Ray cluster")
 
 
 def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:

@@ -220,10 +220,10 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
     for method, arguments in unflatten(rllib_settings(settings_for(spec, sampled))).items():
         getattr(config, method)(**arguments)
-    if spec.algorithm == "PPO" and isinstance(config.clip_param, list):
-        from rlsweep.trainables._ppo_learner import learner_for  # imported only where a trial needs it
+    if spec.algorithm == "PPO" and isinstance(config.clip_param, list):  # a schedule, in RLlib's format
+        from rlsweep.trainables._ppo_learner import ClipScheduledPPOTorchLearner  # only where a trial needs it
 
-        learner_for(config)
+        config.learners(learner_class=ClipScheduledPPOTorchLearner)
     setup = spec.policy_setup(sampled)
     if setup is not None:
         config.multi_agent(

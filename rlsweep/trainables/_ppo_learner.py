@@ -8,7 +8,7 @@ last value held) at the trial's lifetime env steps before each update, as SB3 ev
 the env steps collected before each update; so a restored trial takes the value at its restored env steps,
 with no state of its own to restore. Everything else is ``PPOTorchLearner``'s.
 
-Only a trial whose ``training.clip_param`` is a schedule gets this class (:func:`learner_for`): every other
+Only a trial whose ``training.clip_param`` is a schedule gets this class (``build_config``): every other
 trial keeps RLlib's learner as it is.
 """
 
@@ -62,9 +62,3 @@ class ClipScheduledPPOTorchLearner(PPOTorchLearner):
         if module_id in self._clip_in_force:
             config = _WithClip(config, self._clip_in_force[module_id])
         return super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
-
-
-def learner_for(config: Any) -> None:
-    """Plug :class:`ClipScheduledPPOTorchLearner` into a PPO config whose ``clip_param`` is a schedule."""
-    if isinstance(config.clip_param, (list, tuple)):
-        config.learners(learner_class=ClipScheduledPPOTorchLearner)

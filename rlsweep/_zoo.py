@@ -103,6 +103,7 @@ SB3_NOT_REPRODUCED: dict[str, tuple[str, ...]] = {
         "for continuous actions SB3 learns one state-independent log std starting at log_std_init (default 0); "
         "RLlib's default model outputs the log std from the network (rl_module.model_config.free_log_std: true "
         "learns one from 0, as SB3's default; the conversion does not set it)",
+        "SB3's PPO optimizer is Adam with eps 1e-5; RLlib's learner builds torch's Adam with its default eps 1e-8",
     ),
     "SAC": (
         "SB3's critic is one MLP on the observation and action concatenated; RLlib's Q network encodes the "

@@ -157,8 +157,8 @@ def zoo_point(algorithm: str, env: str, space: SearchSpace, *, normalize_observa
                                        f"{{observations: {str(zoo_normalizes).lower()}}} for warm start to reproduce them"))
 
     point: dict[str, Any] = {}
-    # Listed by the mapping, but nothing about learning is lost (a memory option, a schedule RLlib follows
-    # from its start): said, not refused.
+    # Listed by the mapping, but nothing about learning is lost (a memory option, a batch_size larger than
+    # the rollout, which SB3 takes whole too): said, not refused.
     notes = [f"{WHERE}: rl-baselines3-zoo's {item}" for item in mapping.unmapped if item.approximate]
     for parameter in space:
         if isinstance(parameter.domain, Fixed) or not parameter.is_active(point):

@@ -111,7 +111,7 @@ def _schedules() -> list[str]:
         "",
         *(f"- `{{schedule: {kind}, {', '.join(f'{key}: ...' for key in keys)}}}`" for kind, keys in KINDS.items()),
         "",
-        "Settings RLlib schedules, per algorithm (a schedule on any other setting is refused at validate):",
+        "Settings rlsweep schedules, per algorithm (a schedule on any other setting is refused at validate):",
         "",
         "| algorithm | settings |",
         "|---|---|",

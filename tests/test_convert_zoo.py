@@ -155,6 +155,7 @@ def test_the_header_says_where_each_value_came_from_and_what_is_not_carried(tmp_
     said = text.split("RLlib's default model does not reproduce:\n", 1)[1]
     assert said.startswith("#   SB3 initializes its action and value output layers orthogonally") and "state-independent log std" in said
     assert "#   rl_module.model_config.fcnet_kernel_initializer: 'orthogonal_' (SB3's PPO: ortho_init=True)" in text
+    assert "#   SB3's PPO optimizer is Adam with eps 1e-5" in said
 
 
 def test_an_unreadable_ortho_init_is_a_problem_not_a_guess():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +211,18 @@ def small_ppo(name: str, storage: Path, *, batch: int = 500, minibatch: int = 12
     }
     document.update(sections)
     return document
+
+
+@contextlib.contextmanager
+def logged_to(name: str) -> Iterator[list[str]]:
+    """The messages logger ``name`` passes on inside the block, after its filters. Ray's loggers do not
+    propagate to the root, so pytest's caplog sees none of them."""
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)

@@ -5,7 +5,6 @@ env runners are built in this process (``tests/test_normalize_slow.py`` trains a
 from __future__ import annotations
 
 import copy
-import logging
 import pickle
 from types import SimpleNamespace
 
@@ -19,7 +18,7 @@ from rlsweep.errors import SpecError, SweepError
 from rlsweep.policy import MODULES_DIR, OBSERVATION_FILTER_DIRS, load_policy, observation_filters
 from rlsweep.spec import parse_spec
 from rlsweep.trainables._config import ObservationFilter, build_config, sync_evaluation_filter
-from tests.conftest import TINY_SPEC
+from tests.conftest import TINY_SPEC, logged_to
 
 OFFSET_ENV = "tests.envs.offset:OffsetCartPole"
 
@@ -195,16 +194,9 @@ def test_load_policy_prints_no_rllib_notice_about_rllibs_own_module_constructor(
     training, _ = normalized_runners
     checkpoint = tmp_path / "checkpoint"
     training.module.save_to_path(checkpoint / MODULES_DIR / "default_policy")
-    said: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("ray._common.deprecation")
-    logger.addHandler(handler)
-    try:
+    with logged_to("ray._common.deprecation") as said:
         reset_log_once("RLModule(config=[RLModuleConfig object])")
         load_policy(checkpoint)
-    finally:
-        logger.removeHandler(handler)
     assert said == []
 
 

@@ -3,7 +3,6 @@ force, RLlib's own config accepting the result, and searched numbers as ordinary
 
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
@@ -19,6 +18,7 @@ from rlsweep.search_spaces import parse_search_space
 from rlsweep.spec import parse_spec
 from rlsweep.trainables._config import build_config, path_problems, settings_for
 from rlsweep.trainables._schedulable import SCHEDULABLE, trial_schedules, values_in_force
+from tests.conftest import logged_to
 
 BUDGET = 10_000
 LINEAR = {"schedule": "linear", "from": 1.0e-3, "to": 0.0}
@@ -160,16 +160,8 @@ def test_only_a_ppo_trial_that_schedules_clip_param_trains_with_rlsweeps_learner
 
     fixed = build_config(parse_spec(document(config={"training.clip_param": 0.2}))[0], {})
     assert fixed.learner_class is PPOTorchLearner  # RLlib's own, untouched
-    # Where RLlib's deprecation notices go (Ray's loggers do not propagate to the root, so caplog sees none).
-    said: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("ray._common.deprecation")
-    logger.addHandler(handler)
-    try:
+    with logged_to("ray._common.deprecation") as said:  # where RLlib's deprecation notices go
         scheduled = build_config(parse_spec(document(config={"training.clip_param": {"schedule": "linear", "from": 0.2, "to": 0.0}}))[0], {})
-    finally:
-        logger.removeHandler(handler)
     assert scheduled.learner_class is ClipScheduledPPOTorchLearner
     # Set where RLlib 2.60 wants it: no DeprecationWarning in the sweep's output for every trial.
     assert said == []

@@ -85,6 +85,22 @@ def reaches(mean: float, published: dict[str, Any]) -> bool:
     return mean >= published["mean"] - published["std"]
 
 
+def scored(mean: float, std: float, episodes: int, published: dict[str, Any]) -> dict[str, Any]:
+    """One training seed's greedy evaluation, and whether it reaches the published score (either side)."""
+    return {"eval_return_mean": mean, "eval_return_std": std, "episodes": episodes, "reaches": reaches(mean, published)}
+
+
+def summary(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+    """A side's seeds: each seed's record, the mean of their means, how many reach, and whether all of 3+ do."""
+    means = [run["eval_return_mean"] for run in per_seed]
+    return {
+        "per_seed": per_seed,
+        "mean_of_seeds": statistics.fmean(means) if means else None,
+        "seeds_reaching": sum(run["reaches"] for run in per_seed),
+        "holds": len(per_seed) >= 3 and all(run["reaches"] for run in per_seed),
+    }
+
+
 def train(spec: dict[str, Any], storage: Path, address: str | None = None) -> tuple[Path, float | None]:
     """Run the spec with the CLI, as a user would, unless the same spec already ran there."""
     import yaml
@@ -140,20 +156,11 @@ def evaluate(path: Path, published: dict[str, Any], *, episodes: int, eval_seeds
             "state": trial.state,
             "checkpoint_env_steps": row["checkpoint_env_steps"],
             "trial_time_s": trial.rows[-1].get("time_total_s") if trial.rows else None,  # the trial's own training time
-            "eval_return_mean": row["eval_return_mean"],
-            "eval_return_std": row["eval_return_std"],
-            "episodes": row["episodes"],
-            "reaches": reaches(row["eval_return_mean"], published),
+            **scored(row["eval_return_mean"], row["eval_return_std"], row["episodes"], published),
         })
         print(f"  {trial.trial_id} (seed {trial.seed}, {trial.state}): checkpoint at {last.env_steps:,} env steps, "
               f"greedy {row['eval_return_mean']:.1f} +- {row['eval_return_std']:.1f} over {row['episodes']} episodes", flush=True)
-    means = [run["eval_return_mean"] for run in per_seed]
-    return {
-        "per_seed": per_seed,
-        "mean_of_seeds": statistics.fmean(means) if means else None,
-        "seeds_reaching": sum(run["reaches"] for run in per_seed),
-        "holds": len(per_seed) >= 3 and all(run["reaches"] for run in per_seed),
-    }
+    return summary(per_seed)
 
 
 #: Run by the zoo venv's python: train one entry with rl-zoo3 as its docs train a published agent
@@ -213,12 +220,12 @@ def zoo_side(entry: str, seeds: list[int], storage: Path, published: dict[str, A
         done = subprocess.run([str(python), "-c", ZOO_SIDE, algo, env, str(seed), str(folder), str(episodes), json.dumps(eval_seeds)],
                               capture_output=True, text=True, check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
         found = json.loads(done.stdout.strip().splitlines()[-1])
-        mean = statistics.fmean(found["returns"])
-        per_seed.append({"training_seed": seed, "eval_return_mean": mean, "eval_return_std": statistics.pstdev(found["returns"]),
-                         "episodes": len(found["returns"]), "trained_s": found["trained_s"], "reaches": reaches(mean, published)})
-        print(f"  rl-zoo3 seed {seed}: greedy {mean:.1f} +- {per_seed[-1]['eval_return_std']:.1f} over {len(found['returns'])} "
-              f"episodes (trained in {found['trained_s']:.0f} s)", flush=True)
-    return {"per_seed": per_seed, "seeds_reaching": sum(r["reaches"] for r in per_seed)}
+        returns = found["returns"]
+        per_seed.append({"training_seed": seed, "trained_s": found["trained_s"],
+                         **scored(statistics.fmean(returns), statistics.pstdev(returns), len(returns), published)})
+        print(f"  rl-zoo3 seed {seed}: greedy {per_seed[-1]['eval_return_mean']:.1f} +- {per_seed[-1]['eval_return_std']:.1f} "
+              f"over {len(returns)} episodes (trained in {found['trained_s']:.0f} s)", flush=True)
+    return summary(per_seed)
 
 
 def main() -> None:

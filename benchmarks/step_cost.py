@@ -172,7 +172,7 @@ def run_side(side: str, name: str, seed: int, iterations: int) -> dict[str, floa
     """One measurement in a fresh process (rl-baselines3-zoo's venv for ``sb3``)."""
     from _zoo import ensure_venv
 
-    python = str(ensure_venv() / "bin" / "python") if side == "sb3" else sys.executable
+    python = str(ensure_venv()) if side == "sb3" else sys.executable
     out = subprocess.run([python, __file__, "--measure", side, name, str(seed), str(iterations)],
                          capture_output=True, text=True, check=True, cwd=HERE.parent)
     return json.loads(out.stdout.strip().splitlines()[-1])

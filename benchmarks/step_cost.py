@@ -16,6 +16,9 @@ Sides, each measured in a process of its own and alternated in every round:
   loss unclamped);
 - ``sb3``: ``stable_baselines3.PPO`` in rl-baselines3-zoo's venv (``benchmarks/_zoo.py``).
 
+Settings the corner does not name keep each library's defaults (learning rate 3e-4 on both); SB3 clips the
+gradient norm at 0.5 and RLlib clips none, so RLlib's side does a little less work than SB3's.
+
 Each run trains one iteration to warm up, then ``--iterations`` more, timed by the process's own CPU clock.
 Each side's wall time is also split into sampling and learning: the env runner's ``sample`` and the learner
 group's ``update`` on the RLlib sides, ``collect_rollouts`` and ``train`` on the SB3 side (RLlib computes GAE
@@ -198,7 +201,7 @@ def main() -> None:
 
     from time_to_solve import commit, versions
 
-    measured = commit()
+    measured, load_before = commit(), os.getloadavg()
     runs: list[dict[str, Any]] = []
     for round_ in range(args.rounds):
         order = SIDES[round_ % len(SIDES):] + SIDES[:round_ % len(SIDES)]
@@ -230,7 +233,7 @@ def main() -> None:
         "commit": measured,
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "load_average_before_after": [None, os.getloadavg()]},
+                    "load_average_before_after": [load_before, os.getloadavg()]},
         "versions": versions(),
         "setup": {"env": "CartPole-v1", "envs": ENVS, "iterations_timed": args.iterations, "rounds": args.rounds,
                   "torch_threads": 1, "corners": {c[0]: dict(zip(("minibatch", "batch", "epochs", "hiddens"), c[1:])) for c in CORNERS if c[0] in args.corners}},

@@ -4,7 +4,7 @@ Why rl-baselines3-zoo wins beside busy neighbours (``time_to_solve.py`` with ``-
 gets about one core, so the time to solve follows the CPU each env step costs. This measures that cost on
 identical work: CartPole-v1, 8 vectorized envs, the same env steps per update batch (``train_batch_size`` =
 8 x ``n_steps``), minibatch, epochs and network, one torch thread, one process, no evaluation. The
-settings are corners of rl-baselines3-zoo's PPO space (``examples/zoo_ppo_space.yaml``); the smallest
+settings come from rl-baselines3-zoo's PPO space (``examples/zoo_ppo_space.yaml``); the smallest
 minibatches cost the most, since every minibatch is one update.
 
 Sides, each measured in a process of its own and alternated in every round:
@@ -46,7 +46,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ENVS = 8
-#: (name, minibatch, env steps per update batch, epochs, hidden layers), corners of the zoo's PPO space.
+#: (name, minibatch, env steps per update batch, epochs, hidden layers), settings from the zoo's PPO space.
 CORNERS = [
     ("mb8-512-e20-64x64", 8, 512, 20, [64, 64]),
     ("mb64-1024-e10-64x64", 64, 1024, 10, [64, 64]),

@@ -50,8 +50,9 @@ class DropMessage(logging.Filter):
         return not str(record.msg).startswith(self.start)
 
 
-def drop_message(logger: logging.Logger, start: str) -> None:
-    """Install :class:`DropMessage` for ``start`` on ``logger``, once."""
+def drop_message(name: str, start: str) -> None:
+    """Install :class:`DropMessage` for ``start`` on the logger called ``name``, once."""
+    logger = logging.getLogger(name)
     if not any(isinstance(f, DropMessage) and f.start == start for f in logger.filters):
         logger.addFilter(DropMessage(start))
 
@@ -59,6 +60,7 @@ def drop_message(logger: logging.Logger, start: str) -> None:
 #: Ray 2.60's ``RLModule.__init__`` builds the deprecated ``RLModuleConfig`` itself for every module
 #: (core/rl_module/rl_module.py:463, "TODO (sven): Deprecate this") and says so once per process: a notice
 #: about RLlib's own code, not the caller's, which ``rlsweep evaluate`` / ``confirm`` / ``load_policy`` printed.
+#: The logger's name and the notice's start, as :func:`drop_message` takes them.
 MODULE_CONFIG_NOTICE = ("ray._common.deprecation", "DeprecationWarning: `RLModule(config=[RLModuleConfig object])`")
 
 

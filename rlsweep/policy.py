@@ -10,7 +10,6 @@ checkpoint; ``act`` normalizes each observation with them first, as the env runn
 
 from __future__ import annotations
 
-import logging
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,8 +183,7 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
         policy_id = ids[0]
     elif policy_id not in ids:
         raise SweepError(f"{path}: no policy {policy_id!r}; it holds {ids}")
-    logger, start = _compat.MODULE_CONFIG_NOTICE
-    _compat.drop_message(logging.getLogger(logger), start)
+    _compat.drop_message(*_compat.MODULE_CONFIG_NOTICE)  # RLlib's notice about its own constructor
     module = RLModule.from_checkpoint(path / MODULES_DIR / policy_id)
     module.eval()
     if module.is_stateful():

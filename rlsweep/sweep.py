@@ -77,8 +77,7 @@ def _quiet_token_notice() -> None:
     """Ray 2.60 warns on every local start that it enabled token authentication for the local runtime
     (a default the user cannot act on here: rlsweep's runtime listens on this machine only). Only that
     notice is dropped; Ray's other warnings, and its token errors, still print."""
-    notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
-    _compat.drop_message(notice, "Token authentication is enabled for this Ray cluster")
+    _compat.drop_message("ray._private.authentication.authentication_token_setup", "Token authentication is enabled for this Ray cluster")
 
 
 def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:

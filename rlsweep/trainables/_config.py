@@ -224,6 +224,10 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
         from rlsweep.trainables._ppo_learner import ClipScheduledPPOTorchLearner  # only where a trial needs it
 
         config.learners(learner_class=ClipScheduledPPOTorchLearner)
+    if spec.critic == "concat":  # the pre-flight has checked it is SAC, single-agent, with continuous actions
+        from rlsweep.trainables._critic import concat_critic_spec  # only where a trial needs it
+
+        config.rl_module(rl_module_spec=concat_critic_spec())
     setup = spec.policy_setup(sampled)
     if setup is not None:
         config.multi_agent(

@@ -139,6 +139,7 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     else:
         problems += _policy_problems(spec)
         problems += _curriculum_problems(spec)
+        problems += _critic_problems(spec)
     problems += path_problems(spec)
     if problems:
         return problems
@@ -306,6 +307,29 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
         if unmapped:
             problems.append(Problem(where, f"agents {unmapped} of {spec.env} match no entry; its agents: {agents}"))
     return problems
+
+
+def _critic_problems(spec: SweepSpec) -> list[Problem]:
+    """``critic: concat`` where it cannot build: another algorithm, discrete actions, a non-flat observation,
+    or a multi-agent sweep (each policy's module is RLlib's own there)."""
+    if spec.critic == "rllib":
+        return []
+    from rlsweep.trainables._critic import concat_critic_problem  # imports SAC's module: only when asked for
+
+    if (why := concat_critic_problem(spec.algorithm)) is not None:
+        return [Problem("critic", f"concat {why}")]
+    if spec.policies:
+        return [Problem("critic", "concat is for single-agent sweeps; a multi-agent sweep's policies keep RLlib's "
+                                  "Q networks (remove critic, or set it to rllib)")]
+    try:
+        made = call_user(f"making {spec.env} with this env_config", make_env, spec.env, spec.env_config)
+    except UserCodeFailed as exc:
+        return [Problem("env_config", str(exc))]
+    try:
+        why = concat_critic_problem(spec.algorithm, made.observation_space, made.action_space)
+    finally:
+        close_quietly(made)
+    return [] if why is None else [Problem("critic", f"concat {why}")]
 
 
 def _sized_draws(spec: SweepSpec) -> list[dict[str, Any]]:

@@ -65,6 +65,9 @@ def _spec(tmp_path: Path, algorithm: str) -> rlsweep.SweepSpec:
             "evaluation": {"episodes": 2, "every_env_steps": budget},
             "storage": str(tmp_path / "results"),
             "mlflow": None,
+            # SAC trains, checkpoints and comes back through rlsweep's Q network (SB3's critic, critic: concat);
+            # RLlib's own is built and sized in test_critic.py.
+            **({"critic": "concat"} if algorithm == "SAC" else {}),
         }
     )
 

@@ -105,11 +105,7 @@ SB3_NOT_REPRODUCED: dict[str, tuple[str, ...]] = {
         "learns one from 0, as SB3's default; the conversion does not set it)",
         "SB3's PPO optimizer is Adam with eps 1e-5; RLlib's learner builds torch's Adam with its default eps 1e-8",
     ),
-    "SAC": (
-        "SB3's critic is one MLP on the observation and action concatenated; RLlib's Q network encodes the "
-        "observation and the action in two streams of fcnet_hiddens and fuses them through fusionnet_hiddens "
-        "([256, 256], tanh): about 10x the parameters, more time per update",
-    ),
+    "SAC": (),  # SB3's critic is carried by the spec's critic: concat
     "DQN": (),
 }
 
@@ -741,6 +737,8 @@ def convert_zoo(document: Any, env: str, *, algorithm: str, source: str = "FILE"
     spec["config"] = dict(sorted(mapping.config().items()))
     if any(mapping.normalize.values()):
         spec["normalize"] = dict(mapping.normalize)
+    if algorithm == "SAC":  # SB3's critic: one MLP on the observation and the action (every SB3 SAC env is continuous)
+        spec["critic"] = "concat"
     spec.update(search_space={}, searcher="random", scheduler="fifo", budget={"env_steps": steps, "trials": 1},
                 metric={"name": "return_mean", "mode": "max"})
     return spec, ZooMapping(mapping.algorithm, mapping.env, mapping.settings, mapping.normalize, steps,

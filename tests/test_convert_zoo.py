@@ -71,6 +71,7 @@ def test_pendulum_sac_sets_all_three_rates_and_sb3s_update_ratio():
     assert config["training.replay_buffer_config.type"] == "EpisodeReplayBuffer"
     # One gradient step of 256 per env step: 256 env steps replayed per env step sampled.
     assert config["env_runners.rollout_fragment_length"] == 1 and config["training.training_intensity"] == 256.0
+    assert spec["critic"] == "concat"  # SB3's critic: one MLP on the observation and the action
     assert unmapped == {}
 
 
@@ -186,10 +187,12 @@ def test_a_converted_ppo_policy_starts_from_sb3s_orthogonal_hidden_layers():
             torch.testing.assert_close(gram, 2 * torch.eye(min(tensor.shape)), atol=1e-4, rtol=0, msg=name)
 
 
-def test_a_sac_header_says_rllibs_q_network_is_not_sb3s_critic(tmp_path):
+def test_a_sac_spec_carries_sb3s_critic_and_its_header_no_longer_says_it_differs(tmp_path):
     out = tmp_path / "spec.yaml"
     assert main(["convert", "--from", "zoo", str(DATA / "sac.yml"), "--env", "Pendulum-v1", "-o", str(out)]) == 0
-    assert "#   SB3's critic is one MLP on the observation and action concatenated" in out.read_text()
+    written = out.read_text()
+    assert yaml.safe_load(written)["critic"] == "concat"
+    assert "SB3's critic" not in written
 
 
 def test_the_cli_writes_a_spec_that_validates(tmp_path, capsys):

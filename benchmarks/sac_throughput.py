@@ -6,13 +6,15 @@ otherwise: each training step samples 1 env step and runs one update on a 256-tr
 (``--learning-starts``).
 Prints env steps per second over the steps after learning starts, and with ``--profile`` a cProfile summary
 (top 25 by cumulative time) of those steps. ``--buffer`` picks the replay buffer class: RLlib's default
-(prioritized), RLlib's uniform ``EpisodeReplayBuffer``, or rlsweep's ``FastEpisodeReplayBuffer``. With
-``--ab`` it alternates buffers in rounds and adds them to ``benchmarks/results/sac_throughput-<date>.json``
+(prioritized), RLlib's uniform ``EpisodeReplayBuffer``, or rlsweep's ``FastEpisodeReplayBuffer``; a ``+concat``
+suffix (``uniform+concat``) also sets the spec's ``critic: concat`` (Stable-Baselines3's Q network). With
+``--ab`` it alternates these variants in rounds and adds them to ``benchmarks/results/sac_throughput-<date>.json``
 (run it once per round: a round of three buffers takes about 2.5 minutes).
 
     .venv/bin/python benchmarks/sac_throughput.py --buffer fast --env-steps 100 --learning-starts 300 --profile
     .venv/bin/python benchmarks/sac_throughput.py --ab prioritized,uniform,fast --rounds 1 --env-steps 60 --learning-starts 300
     .venv/bin/python benchmarks/sac_throughput.py --curve --buffer uniform --seed 1 --env-steps 500 --learning-starts 300
+    .venv/bin/python benchmarks/sac_throughput.py --ab prioritized,prioritized+concat,fast+concat --rounds 3 --env-steps 100 --learning-starts 300
 
 ``--curve`` prints the learner's losses per iteration; RLlib's uniform buffer draws from an unseeded generator,
 which is seeded here so that ``uniform`` and ``fast`` can be compared draw for draw.
@@ -49,7 +51,8 @@ BUFFERS = {
 }
 
 
-def build(buffer: str, seed: int, learning_starts: int) -> Any:
+def build(variant: str, seed: int, learning_starts: int) -> Any:
+    buffer, _, critic = variant.partition("+")
     import torch
 
     import rlsweep
@@ -75,6 +78,7 @@ def build(buffer: str, seed: int, learning_starts: int) -> Any:
             "budget": {"env_steps": 10_000},
             "storage": "/tmp/sac-throughput",
             "mlflow": None,
+            "critic": critic or "rllib",
         }
     )
     algo = build_config(spec, {}).build_algo()
@@ -146,11 +150,11 @@ def versions() -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--buffer", choices=sorted(BUFFERS), default="prioritized")
+    parser.add_argument("--buffer", choices=sorted(BUFFERS) + [f"{b}+concat" for b in sorted(BUFFERS)], default="prioritized")
     parser.add_argument("--env-steps", type=int, default=500, help="env steps measured, after learning starts")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--ab", help="buffers to alternate, comma-separated (writes the results file)")
+    parser.add_argument("--ab", help="variants to alternate, comma-separated (writes the results file)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--curve", action="store_true", help="print losses per iteration as JSON lines")
     parser.add_argument("--learning-starts", type=int, default=LEARNING_STARTS)
@@ -190,7 +194,7 @@ def main() -> None:
                         "benchmark": "sac_throughput",
                         "setup": "SAC Pendulum-v1, 1 torch thread, 0 env runners/learners, 1 update of 256 per env "
                         f"step, measured over {args.env_steps} env steps after {args.learning_starts + 2 * ITERATION}, "
-                        "buffers alternated in each round",
+                        "variants alternated in each round",
                         "commit": commit,
                         "machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform(),
                                     "load_average": __import__("os").getloadavg()},

@@ -80,10 +80,14 @@ TASKS = {
 SIDES = ("rlsweep", "raw-tune", "zoo", "rlsweep-1env", "rlsweep-tpe10", "rlsweep-noreuse", "rlsweep-zoo", "rlsweep-warm")
 
 
-def zoo_space(task: Task) -> dict[str, Any]:
+def zoo_document(task: Task) -> dict[str, Any]:
     import yaml
 
-    return yaml.safe_load((REPO / "examples" / task.space_file).read_text())["search_space"]
+    return yaml.safe_load((REPO / "examples" / task.space_file).read_text())
+
+
+def zoo_space(task: Task) -> dict[str, Any]:
+    return zoo_document(task)["search_space"]
 
 
 # --- the sides, each run in a process of its own (``--run-side``) -------------------------------------
@@ -166,6 +170,8 @@ def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage
             "env": task.env,
             "config": config,
             "search_space": zoo_space(task),
+            # The example's Q network (zoo_sac_space.yaml: SB3's critic); hand-written Tune keeps RLlib's.
+            "critic": zoo_document(task).get("critic", "rllib"),
             "searcher": searcher,
             "budget": {"env_steps": task.env_steps, "trials": task.trials, "max_concurrent": CONCURRENCY},
             "evaluation": {"episodes": EVAL_EPISODES, "every_env_steps": task.eval_every},

@@ -90,6 +90,19 @@ def zoo_space(task: Task) -> dict[str, Any]:
     return zoo_document(task)["search_space"]
 
 
+def zoo_fixed(task: Task) -> dict[str, dict[str, Any]]:
+    """The example's fixed ``config`` (SB3's defaults where RLlib's differ) as RLlib setter arguments, for
+    hand-written Tune to set as rlsweep's side does: ``{"training": {"replay_buffer_config": {...}}, ...}``."""
+    nested: dict[str, dict[str, Any]] = {}
+    for path, value in zoo_document(task).get("config", {}).items():
+        method, *keys = path.split(".")
+        where = nested.setdefault(method, {})
+        for key in keys[:-1]:
+            where = where.setdefault(key, {})
+        where[keys[-1]] = value
+    return nested
+
+
 # --- the sides, each run in a process of its own (``--run-side``) -------------------------------------
 
 
@@ -152,7 +165,7 @@ def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage
     marks = {"imported_s": round(time.time() - launch, 2)}
 
     searcher: dict[str, Any] = {"seed": seed}
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = dict(zoo_document(task).get("config", {}))
     if lever == "1env":
         config["env_runners.num_envs_per_env_runner"] = 1
     if lever == "tpe10":
@@ -207,16 +220,18 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
 
     param_space = {path.split(".")[-1]: tune_domain(domain) for path, domain in space.items()}
     model_keys = {path.split(".")[-1] for path in space if path.startswith("rl_module.model_config.")}
+    fixed = zoo_fixed(task)  # the example's config, as rlsweep's side runs it
 
     def trainable(config: dict[str, Any]) -> None:
         started = time.perf_counter()  # measured for the benchmark's start-up report, as rlsweep reports it
-        training = {k: v for k, v in config.items() if k not in model_keys}
-        model_config = {k: v for k, v in config.items() if k in model_keys}
+        training = {**fixed.get("training", {}), **{k: v for k, v in config.items() if k not in model_keys}}
+        model_config = {**fixed.get("rl_module", {}).get("model_config", {}),
+                        **{k: v for k, v in config.items() if k in model_keys}}
         model_config["fcnet_hiddens"] = hiddens[model_config["fcnet_hiddens"]]
         algo = (
             get_trainable_cls(task.algorithm).get_default_config()  # PPOConfig() / SACConfig()
             .environment(task.env)
-            .env_runners(num_env_runners=0)
+            .env_runners(**{**fixed.get("env_runners", {}), "num_env_runners": 0})
             .training(**training)
             .rl_module(model_config=model_config)
             # Evaluated by hand every eval_every env steps; RLlib's own interval is in iterations.

@@ -387,7 +387,8 @@ class SweepSpec(Section):
     critic: Literal["rllib", "concat"] = "rllib"
     """SAC's Q networks: rllib (RLlib's default: observation and action in two streams, then a fusion network)
     or concat (Stable-Baselines3's critic: one MLP of fcnet_hiddens on the observation and the action
-    concatenated; about a tenth of the parameters, about half the CPU per update); continuous actions only"""
+    concatenated: its shape, about a tenth of the parameters, about half the CPU per env step); SAC only,
+    single-agent, continuous actions and flat observations"""
     document: SkipJsonSchema[dict[str, Any]] = Field(default={}, exclude=True)
 
     def to_yaml(self) -> str:

@@ -5,9 +5,9 @@ two streams of ``fcnet_hiddens`` and fuses them through ``fusionnet_hiddens``: 6
 on Pendulum-v1 with [256, 256]. Stable-Baselines3's critic is one MLP on the observation and the action
 concatenated: 67,329. The catalog's docstring invites overriding the Q encoder; this one concatenates and
 runs one MLP of ``fcnet_hiddens`` (its last layer the latent), and RLlib's Q head (``head_fcnet_hiddens``,
-empty by default) maps that to the Q value. Both Q networks, their targets and the policy are otherwise
-RLlib's own. Each update costs about half the CPU on Pendulum-v1 (docs/benchmarks.md), and it learns what
-SB3's SAC learns, since it is the same network.
+empty by default) maps that to the Q value: SB3's critic's shape. (SB3's activation is ReLU, RLlib's default
+model's tanh: ``fcnet_activation`` decides, as for the policy.) Both Q networks, their targets and the
+policy are otherwise RLlib's own. An env step costs about half the CPU on Pendulum-v1 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def concat_critic_problem(algorithm: str, observation_space: Any = None, action_
         return f"is SAC's Q network as Stable-Baselines3 builds it; {algorithm} has none to replace"
     if observation_space is None or action_space is None:
         return None
-    if not isinstance(action_space, gymnasium.spaces.Box):
-        return (f"needs continuous actions (a Box action space) to concatenate with the observation; the env's "
-                f"action space is {action_space}, for which SAC's Q network takes no action as input")
+    if not isinstance(action_space, gymnasium.spaces.Box) or len(action_space.shape) != 1:
+        return (f"needs continuous actions (a 1-D Box action space) to concatenate with the observation; the "
+                f"env's action space is {action_space}")
     if not isinstance(observation_space, gymnasium.spaces.Box) or len(observation_space.shape) != 1:
         return (f"needs a flat observation (a 1-D Box) to concatenate with the action; the env's observation "
                 f"space is {observation_space}")

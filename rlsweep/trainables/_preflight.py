@@ -132,14 +132,16 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     names = algorithm_names()
     if spec.algorithm not in names:
         return [Problem("algorithm", f"unknown RLlib algorithm {spec.algorithm!r}; expected one of {names}")]
+    env_made = False
     if (message := env_problem(spec.env)) is not None:
         problems.append(Problem("env", message))
     elif (made := made_env_problem(spec.env, spec.env_config)) is not None:
         problems.append(Problem(*made))
     else:
+        env_made = True
         problems += _policy_problems(spec)
         problems += _curriculum_problems(spec)
-        problems += _critic_problems(spec)
+    problems += _critic_problems(spec, env_made=env_made)
     problems += path_problems(spec)
     if problems:
         return problems
@@ -309,18 +311,20 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
     return problems
 
 
-def _critic_problems(spec: SweepSpec) -> list[Problem]:
-    """``critic: concat`` where it cannot build: another algorithm, discrete actions, a non-flat observation,
-    or a multi-agent sweep (each policy's module is RLlib's own there)."""
+def _critic_problems(spec: SweepSpec, *, env_made: bool) -> list[Problem]:
+    """``critic: concat`` where it cannot build: another algorithm, a multi-agent sweep (each policy's module
+    is RLlib's own there), and, once the env is known to make, discrete actions or a non-flat observation."""
     if spec.critic == "rllib":
         return []
     from rlsweep.trainables._critic import concat_critic_problem  # imports SAC's module: only when asked for
 
     if (why := concat_critic_problem(spec.algorithm)) is not None:
-        return [Problem("critic", f"concat {why}")]
+        return [Problem("critic", f"concat {why} (remove critic, or set it to rllib)")]
     if spec.policies:
         return [Problem("critic", "concat is for single-agent sweeps; a multi-agent sweep's policies keep RLlib's "
                                   "Q networks (remove critic, or set it to rllib)")]
+    if not env_made:
+        return []
     try:
         made = call_user(f"making {spec.env} with this env_config", make_env, spec.env, spec.env_config)
     except UserCodeFailed as exc:

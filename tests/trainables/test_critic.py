@@ -16,7 +16,8 @@ from rlsweep.trainables._config import build_config
 def _module(critic: str, hiddens: list[int]):
     spec = rlsweep.load_spec({
         "name": "critic", "algorithm": "SAC", "env": "Pendulum-v1", "critic": critic,
-        "config": {"rl_module.model_config.fcnet_hiddens": hiddens}, "search_space": {},
+        "config": {"rl_module.model_config.fcnet_hiddens": hiddens, "rl_module.model_config.fcnet_activation": "relu"},
+        "search_space": {},
         "budget": {"env_steps": 1000}, "mlflow": None,
     }, preflight=False)
     env = gym.make("Pendulum-v1")
@@ -36,8 +37,11 @@ def test_concat_gives_each_q_network_sb3s_size_and_rllib_keeps_its_own(hiddens):
     concat = _module("concat", hiddens)
     assert _count(concat.qf_encoder, concat.qf) == sb3
     assert _count(concat.qf_twin_encoder, concat.qf_twin) == sb3
-    concat.make_target_networks()  # as RLlib's learner does: copies of the Q networks
-    assert _count(concat.target_qf_encoder, concat.target_qf) == sb3
+    # Layer by layer: Linear(4, h0), ..., Linear(h_last, 1), the model's activation after each hidden layer.
+    linears = [m for part in (concat.qf_encoder, concat.qf) for m in part.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == list(zip(sizes, sizes[1:]))
+    activations = [m for m in concat.qf_encoder.modules() if isinstance(m, (torch.nn.ReLU, torch.nn.Tanh))]
+    assert len(activations) == len(hiddens) and all(isinstance(m, torch.nn.ReLU) for m in activations)
     rllib = _module("rllib", hiddens)
     assert _count(rllib.qf_encoder, rllib.qf) > 2 * sb3  # two streams and a fusion network
     # The policy is RLlib's in both.
@@ -60,7 +64,9 @@ def test_a_concat_q_value_depends_on_the_action_as_well_as_the_observation():
     ("changes", "says"),
     [
         ({"algorithm": "PPO"}, "concat is SAC's Q network as Stable-Baselines3 builds it; PPO has none to replace"),
-        ({"env": "CartPole-v1"}, "concat needs continuous actions (a Box action space)"),
+        ({"env": "CartPole-v1"}, "concat needs continuous actions (a 1-D Box action space)"),
+        # Refused by its algorithm even where the env cannot be made.
+        ({"algorithm": "PPO", "env": "NoSuchEnv-v0"}, "PPO has none to replace (remove critic, or set it to rllib)"),
         ({"critic": "sb3"}, "must be 'rllib' or 'concat', got 'sb3'"),
         ({"policies": {"map": {"*": "shared"}}}, "concat is for single-agent sweeps"),
     ],

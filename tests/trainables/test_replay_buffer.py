@@ -69,7 +69,9 @@ def rows(episodes: list[SingleAgentEpisode]) -> list[tuple]:
     ]
 
 
-@settings(max_examples=20, deadline=None)
+# Derandomized: the same 20 examples each run. A random draw on 2026-11-28 hung inside RLlib's own buffer (the
+# reference), in EpisodeReplayBuffer._sample_episodes, for over 5 minutes; that case is not yet pinned down.
+@settings(max_examples=20, deadline=None, derandomize=True)
 @given(
     lengths=st.lists(st.integers(1, 12), min_size=1, max_size=4),
     n_step=st.integers(1, 4),

@@ -46,8 +46,9 @@ LEARNER_KEYS = ("qf_loss", "policy_loss", "alpha_loss", "qf_mean", "alpha_value"
 
 BUFFERS = {
     "prioritized": "PrioritizedEpisodeReplayBuffer",  # RLlib's SAC default
-    "uniform": "EpisodeReplayBuffer",  # what SB3 samples (uniform), RLlib's class
-    "fast": "EpisodeReplayBuffer",  # swapped for rlsweep's FastEpisodeReplayBuffer once built
+    "uniform": "EpisodeReplayBuffer",  # what SB3 samples (uniform), RLlib's class and learner connectors
+    "sampler": "EpisodeReplayBuffer",  # rlsweep's FastEpisodeReplayBuffer, RLlib's learner connectors
+    "fast": "EpisodeReplayBuffer",  # as rlsweep builds a uniform buffer: the fast buffer and its columns
 }
 
 
@@ -81,14 +82,23 @@ def build(variant: str, seed: int, learning_starts: int) -> Any:
             "critic": critic or "rllib",
         }
     )
-    algo = build_config(spec, {}).build_algo()
-    if buffer == "fast":
+    config = build_config(spec, {})
+    if buffer in ("uniform", "sampler"):
+        # rlsweep puts its fast buffer and TransitionColumns into every uniform-buffer config: taken out again
+        # here, to measure RLlib's own parts.
+        from rlsweep.trainables._replay import install_fast_replay_buffer
+
+        config.learners(learner_connector=None)
+        kept = [c for c in config.callbacks_on_algorithm_init or [] if c is not install_fast_replay_buffer]
+        config.callbacks(on_algorithm_init=kept or None)
+    algo = config.build_algo()
+    if buffer == "sampler":
         from rlsweep.trainables._replay import use_fast_replay_buffer
 
         use_fast_replay_buffer(algo, seed=seed)
     elif buffer == "uniform":
-        # RLlib's buffer draws from an unseeded generator: seeded here so the two uniform buffers can be
-        # compared draw for draw.
+        # RLlib's buffer draws from an unseeded generator: seeded here so the uniform buffers can be compared
+        # draw for draw.
         algo.local_replay_buffer.rng = np.random.default_rng(seed)
     return algo
 
@@ -158,6 +168,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--curve", action="store_true", help="print losses per iteration as JSON lines")
     parser.add_argument("--learning-starts", type=int, default=LEARNING_STARTS)
+    parser.add_argument("--out", help="results file (default benchmarks/results/sac_throughput-<date>.json)")
     args = parser.parse_args()
     logging.getLogger("ray").setLevel(logging.ERROR)
 
@@ -171,7 +182,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
         elif args.ab:
             names = args.ab.split(",")
-            out = HERE / "results" / f"sac_throughput-{dt.date.today().isoformat()}.json"
+            out = Path(args.out) if args.out else HERE / "results" / f"sac_throughput-{dt.date.today().isoformat()}.json"
             # Rounds add to the day's file, so each round can run as its own short process.
             earlier = json.loads(out.read_text()) if out.exists() else {}
             before = earlier.get("env_steps_per_s", {})

@@ -248,6 +248,10 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
             evaluation_config={"explore": False, "num_envs_per_env_runner": 1},
         )
     apply_normalization(config, spec, multi_agent=setup is not None)
+    if spec.algorithm in ("SAC", "DQN"):
+        from rlsweep.trainables._replay import apply_fast_replay  # only where a trial has a replay buffer
+
+        apply_fast_replay(config)
     return config
 
 

@@ -12,6 +12,14 @@ sequences, ``sample_episodes=False``) goes to RLlib's own code.
 RLlib's SAC and DQN refuse any replay buffer ``type`` but their four built-in names when they validate their
 config (sac.py ``validate``), so the class is put in by :func:`use_fast_replay_buffer` once the algorithm is
 built; see docs/benchmarks.md for what it gains.
+
+RLlib's learner then turns the sampled 1-step episodes back into columns, one episode and one
+``InfiniteLookbackBuffer.get`` at a time (about as long again as the sampling). The fast sampler has those values
+in hand, so it hands the columns over with the episodes (:class:`SampledTransitions`), and
+:class:`TransitionColumns`, the first piece of the learner's connector pipeline, puts them in the batch. RLlib's
+own pieces leave a column that is already in the batch alone (their documented pass-through), so the batch
+the learner trains on is the same, array for array; a list without columns (another buffer, or a batch split
+over remote learners) goes through RLlib's pieces as before.
 """
 
 from __future__ import annotations
@@ -19,10 +27,43 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
+from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+
+
+class SampledTransitions(list):  # type: ignore[type-arg]
+    """The sampled 1-step episodes (what RLlib's buffer returns), with their columns as the learner batches them.
+
+    ``columns`` maps RLlib's column names (``obs``, ``new_obs``, ``actions``, ``rewards``, ``terminateds``,
+    ``truncateds``, ``n_step``, ``weights``) to arrays with one row per episode, in the list's order.
+    """
+
+    columns: dict[str, np.ndarray]
+
+
+class TransitionColumns(ConnectorV2):
+    """Learner connector piece: puts a :class:`SampledTransitions`' columns in the train batch.
+
+    RLlib's default learner pieces skip a column already in the batch, so they pass these through. Anything
+    else (a plain list of episodes, a batch that already has one of the columns) is left to them.
+    """
+
+    def __call__(  # type: ignore[override]
+        self, *, rl_module: Any, batch: dict[str, Any], episodes: list[Any], **kwargs: Any
+    ) -> Any:
+        columns = getattr(episodes, "columns", None)
+        if not columns or any(column in batch for column in columns):
+            return batch
+        for column, values in columns.items():
+            # One item already batched along its first axis; BatchIndividualItems concatenates such items.
+            self.add_n_batch_items(
+                batch, column, items_to_add=values, num_items=len(values), single_agent_episode=episodes[0]
+            )
+        return batch
 
 
 class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
@@ -37,6 +78,15 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
     def __init__(self, capacity: int = 10000, *, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(capacity, **kwargs)
         self.rng = np.random.default_rng(seed)
+
+    def get_state(self) -> dict[str, Any]:
+        """RLlib's buffer state and the generator's, so a restored buffer goes on with the same draws."""
+        return {**super().get_state(), "rng": self.rng.bit_generator.state}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        if "rng" in state:
+            self.rng.bit_generator.state = state["rng"]
 
     def _sample_episodes(  # type: ignore[override]
         self,
@@ -67,7 +117,8 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
         drawn = self.rng.integers(len(self._indices), size=batch_size)
         evicted = self._num_episodes_evicted
         n_step_column = np.full((1 + lookback,), n_step)
-        sampled: list[SingleAgentEpisode] = []
+        sampled = SampledTransitions()
+        observations, next_observations, actions, rewards, terminateds, truncateds = [], [], [], [], [], []
         steps_seen: set[tuple[int, int]] = set()
         episodes_seen: set[int] = set()
         for position in drawn.tolist():
@@ -77,18 +128,22 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
             stop = ts + 1
             # A slice keeps the episode's end only when it stops exactly at it (SingleAgentEpisode.slice).
             at_end = stop == len(episode)
+            observation, next_observation = episode.get_observations(ts), episode.get_observations(stop)
+            action = episode.get_actions(ts)
+            reward = np.float64(episode.get_rewards(ts))  # lfilter's float64 of a 1-step return
+            terminated, truncated = episode.is_terminated and at_end, episode.is_truncated and at_end
             transition = SingleAgentEpisode(
                 id_=episode.id_,
                 agent_id=episode.agent_id,
                 module_id=episode.module_id,
                 observation_space=episode.observation_space,
                 action_space=episode.action_space,
-                observations=[episode.get_observations(ts), episode.get_observations(stop)],
-                actions=[episode.get_actions(ts)],
-                rewards=[np.float64(episode.get_rewards(ts))],  # lfilter's float64 of a 1-step return
+                observations=[observation, next_observation],
+                actions=[action],
+                rewards=[reward],
                 infos=[episode.get_infos(ts), episode.get_infos(stop)],
-                terminated=episode.is_terminated and at_end,
-                truncated=episode.is_truncated and at_end,
+                terminated=terminated,
+                truncated=truncated,
                 extra_model_outputs=(
                     {k: [episode.get_extra_model_outputs(k, 0)] for k in episode.extra_model_outputs}
                     if include_extra_model_outputs
@@ -102,6 +157,12 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
                 np.ones((1 + lookback,)), lookback=lookback
             )
             sampled.append(transition)
+            observations.append(observation)
+            next_observations.append(next_observation)
+            actions.append(action)
+            rewards.append(reward)
+            terminateds.append(terminated)
+            truncateds.append(truncated)
             steps_seen.add((index[0], ts))
             episodes_seen.add(episode_idx)
         self.sampled_timesteps += batch_size
@@ -122,6 +183,21 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
             module_to_sampled_n_step={DEFAULT_MODULE_ID: float(n_step)},
             module_to_num_resamples={DEFAULT_MODULE_ID: 0},
         )
+        if sampled and sampled[0].agent_id is None:
+            # The columns RLlib's learner pieces would read from these episodes (AddObservationsFromEpisodesToBatch,
+            # AddNextObservationsFromEpisodesToTrainBatch, AddColumnsFromEpisodesToTrainBatch), batched as
+            # BatchIndividualItems batches them. Extra model outputs, if asked for, stay RLlib's to add. An
+            # agent's episode (multi-agent keys) is left to RLlib's pieces.
+            sampled.columns = {
+                Columns.OBS: np.stack(observations),
+                Columns.NEXT_OBS: np.stack(next_observations),
+                Columns.ACTIONS: np.stack(actions),
+                Columns.REWARDS: np.array(rewards),
+                Columns.TERMINATEDS: np.array(terminateds),
+                Columns.TRUNCATEDS: np.array(truncateds),
+                "n_step": np.full((batch_size,), n_step),
+                "weights": np.ones((batch_size,)),
+            }
         return sampled
 
 
@@ -148,3 +224,32 @@ def use_fast_replay_buffer(algorithm: Any, *, seed: int | None = None) -> None:
         metrics_num_episodes_for_smoothing=getattr(current, "_metrics_num_episodes_for_smoothing", 100),
         seed=seed,
     )
+
+
+def uses_uniform_buffer(config: Any) -> bool:
+    """Whether a single-agent config samples from RLlib's uniform ``EpisodeReplayBuffer`` (the name or the class:
+    RLlib's SAC and DQN refuse a dotted path)."""
+    buffer = getattr(config, "replay_buffer_config", None)
+    if not isinstance(buffer, dict) or config.is_multi_agent:
+        return False
+    return buffer.get("type") in ("EpisodeReplayBuffer", EpisodeReplayBuffer)
+
+
+def install_fast_replay_buffer(algorithm: Any, **kwargs: Any) -> None:
+    """RLlib's ``on_algorithm_init`` callback: the fast buffer in place of the uniform one, seeded with the trial's
+    ``debugging.seed`` (RLlib's own buffer draws from an unseeded generator, so a seeded trial's draws repeat
+    only with this one). Leaves any other buffer alone."""
+    if type(algorithm.local_replay_buffer) is EpisodeReplayBuffer and not len(algorithm.local_replay_buffer.episodes):
+        use_fast_replay_buffer(algorithm, seed=algorithm.config.seed)
+
+
+def apply_fast_replay(config: Any) -> None:
+    """For a single-agent config with RLlib's uniform buffer: the fast buffer once the algorithm is built, and
+    :class:`TransitionColumns` first in the learner's connector pipeline (unless the config has its own)."""
+    if not uses_uniform_buffer(config):
+        return
+    if config._learner_connector is None:
+        config.learners(learner_connector=TransitionColumns)
+    before = config.callbacks_on_algorithm_init
+    others = [] if before is None else list(before) if isinstance(before, (list, tuple)) else [before]
+    config.callbacks(on_algorithm_init=[*others, install_fast_replay_buffer])

@@ -15,6 +15,7 @@ import rlsweep
 from rlsweep.analysis import load
 from rlsweep.analysis._mlflow import trial_params
 from rlsweep.metrics import CURRICULUM_METRICS, EVALUATION_METRICS, NORMALIZED_METRICS
+from rlsweep.spec import DEFAULT_RLLIB_KEYS
 
 pytestmark = pytest.mark.slow  # every test runs real trials on a Ray runtime
 
@@ -35,10 +36,15 @@ CASES: dict[str, tuple[str, dict[str, Any], str, int]] = {
         "training.lr",
         1000,
     ),
-    # 100 env steps per iteration on 200-step episodes: the first iteration ends no episode.
+    # 100 env steps per iteration on 200-step episodes: the first iteration ends no episode. The uniform buffer
+    # (SB3's, as convert --from zoo sets it) trains through rlsweep's fast buffer and its columns.
     "SAC": (
         "Pendulum-v1",
-        {"reporting.min_sample_timesteps_per_iteration": 100, "training.num_steps_sampled_before_learning_starts": 200},
+        {
+            "reporting.min_sample_timesteps_per_iteration": 100,
+            "training.num_steps_sampled_before_learning_starts": 200,
+            "training.replay_buffer_config.type": "EpisodeReplayBuffer",
+        },
         "training.actor_lr",
         300,
     ),
@@ -67,7 +73,11 @@ def _spec(tmp_path: Path, algorithm: str) -> rlsweep.SweepSpec:
             "mlflow": None,
             # SAC trains, checkpoints and comes back through rlsweep's Q network (SB3's critic, critic: concat);
             # RLlib's own is built and sized in test_critic.py.
-            **({"critic": "concat"} if algorithm == "SAC" else {}),
+            **(
+                {"critic": "concat", "report": {"rllib_keys": [*DEFAULT_RLLIB_KEYS, "learners/*/learner_connector/timers/*"]}}
+                if algorithm == "SAC"
+                else {}
+            ),
         }
     )
 
@@ -112,6 +122,9 @@ def test_algorithm_runs_reports_evaluates_and_gives_its_policy_back(algorithm, t
         assert math.isnan(by_steps[100]["return_mean"])
         assert math.isfinite(by_steps[200]["return_mean"])
         assert by_steps[300]["return_mean"] == by_steps[200]["return_mean"]
+        # The learner took its batch's columns from rlsweep's fast buffer (TransitionColumns ran in its pipeline).
+        timers = "rllib/learners/__all_modules__/learner_connector/timers/connectors/"
+        assert by_steps[300][timers + "transition_columns"] > 0, sorted(k for k in by_steps[300] if k.startswith(timers))
 
     # What an iteration is shows in the trial's params: never a time floor.
     # As the trial recorded them when it started (what the export logs, with no Ray needed).

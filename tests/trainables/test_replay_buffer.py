@@ -7,12 +7,18 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
 
-from rlsweep.trainables._replay import FastEpisodeReplayBuffer, use_fast_replay_buffer
+from rlsweep.trainables._replay import (
+    FastEpisodeReplayBuffer,
+    TransitionColumns,
+    install_fast_replay_buffer,
+    use_fast_replay_buffer,
+)
 
 OBS = gym.spaces.Box(-10.0, 10.0, (3,), np.float32)
 ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
@@ -127,3 +133,96 @@ def test_only_replaces_an_empty_uniform_buffer():
     algo.local_replay_buffer = fill(EpisodeReplayBuffer(capacity=500), [5])
     with pytest.raises(ValueError, match="already holds 1 episodes"):
         use_fast_replay_buffer(algo)
+
+
+def _learner_pipelines():
+    """RLlib's SAC learner connector pipeline, and the same with rlsweep's TransitionColumns first, with a module."""
+    from ray.rllib.algorithms.sac import SACConfig
+
+    config = SACConfig().environment(observation_space=OBS, action_space=ACT)
+    module = config.get_multi_rl_module_spec(spaces={"default_policy": (OBS, ACT)}).build()
+    default = config.build_learner_connector(OBS, ACT)
+    ours = copy.deepcopy(config).learners(learner_connector=TransitionColumns).build_learner_connector(OBS, ACT)
+    return module, default, ours
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_learner_trains_on_the_same_batch_with_the_buffers_columns(n_step):
+    module, default, ours = _learner_pipelines()
+    stored = episodes([7, 3, 12, 1, 30])
+    first = fill(FastEpisodeReplayBuffer(capacity=1000, seed=5), copy.deepcopy(stored))
+    second = fill(FastEpisodeReplayBuffer(capacity=1000, seed=5), copy.deepcopy(stored))
+    for _ in range(2):
+        plain = first.sample(num_items=64, n_step=n_step, gamma=0.9, sample_episodes=True)
+        handed = second.sample(num_items=64, n_step=n_step, gamma=0.9, sample_episodes=True)
+        # n-step sampling is RLlib's own: no columns, and the batch comes from RLlib's pieces either way.
+        assert hasattr(handed, "columns") == (n_step == 1)
+        expected = default(rl_module=module, batch={}, episodes=list(plain), shared_data={})["default_policy"]
+        got = ours(rl_module=module, batch={}, episodes=handed, shared_data={})["default_policy"]
+        assert list(got) == list(expected)
+        for column, tensor in expected.items():
+            assert got[column].dtype == tensor.dtype and torch.equal(got[column], tensor), column
+        # RLlib's AddObservationsFromEpisodesToBatch renames each episode it reads ("<id>_<i>"): with the
+        # columns in hand it read none.
+        assert any("_" in e.id_ for e in plain)
+        assert all("_" not in e.id_ for e in handed) == (n_step == 1)
+
+
+def test_an_agents_episodes_get_no_columns():
+    # Multi-agent batches are keyed by (episode, agent, module): RLlib's pieces build those.
+    stored = episodes([5, 8])
+    for e in stored:
+        e.agent_id, e.module_id = "a0", "m0"
+    assert not hasattr(fill(FastEpisodeReplayBuffer(capacity=100, seed=1), stored).sample(
+        num_items=8, n_step=1, sample_episodes=True), "columns")
+
+
+def test_a_restored_buffer_goes_on_with_the_same_draws():
+    stored = episodes([20, 20])
+    original = fill(FastEpisodeReplayBuffer(capacity=1000, seed=11), copy.deepcopy(stored))
+    original.sample(num_items=32, n_step=1, sample_episodes=True)
+    restored = FastEpisodeReplayBuffer(capacity=1000, seed=99)
+    restored.set_state(copy.deepcopy(original.get_state()))
+    draws = [rows(b.sample(num_items=32, n_step=1, sample_episodes=True)) for b in (original, restored)]
+    assert [r[1:] for r in draws[0]] == [r[1:] for r in draws[1]]
+
+
+def _sac_config(**settings):
+    import rlsweep
+    from rlsweep.trainables._config import build_config
+
+    spec = rlsweep.load_spec({
+        "name": "fast-replay", "algorithm": "SAC", "env": "Pendulum-v1", "config": settings, "search_space": {},
+        "budget": {"env_steps": 1000}, "storage": "/tmp/unused", "mlflow": None,
+    })
+    return build_config(spec, {})
+
+
+def test_a_uniform_buffer_spec_gets_the_fast_buffer_and_its_columns():
+    config = _sac_config(**{"training.replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 5000}})
+    assert config._learner_connector is TransitionColumns
+    assert install_fast_replay_buffer in config.callbacks_on_algorithm_init
+
+
+def test_rllibs_prioritized_default_keeps_rllibs_parts():
+    config = _sac_config()
+    assert config._learner_connector is None
+    assert install_fast_replay_buffer not in (config.callbacks_on_algorithm_init or [])
+
+
+def test_the_fast_buffer_replaces_only_an_empty_uniform_one_and_takes_the_trials_seed():
+    class Algo:
+        local_replay_buffer: object = None
+        config = type("Config", (), {"seed": 4})()
+
+    algo = Algo()
+    algo.local_replay_buffer = EpisodeReplayBuffer(capacity=500)
+    install_fast_replay_buffer(algo)
+    assert type(algo.local_replay_buffer) is FastEpisodeReplayBuffer
+    seeded = FastEpisodeReplayBuffer(capacity=500, seed=4)
+    assert algo.local_replay_buffer.rng.integers(10**9) == seeded.rng.integers(10**9)
+    from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import PrioritizedEpisodeReplayBuffer
+
+    algo.local_replay_buffer = PrioritizedEpisodeReplayBuffer(capacity=500)
+    install_fast_replay_buffer(algo)  # another distribution: left alone, no error
+    assert type(algo.local_replay_buffer) is PrioritizedEpisodeReplayBuffer

@@ -5,11 +5,14 @@ otherwise: each training step samples 1 env step and runs one update on a 256-tr
 ``training_intensity=None`` with ``rollout_fragment_length`` = ``n_step`` = 1), learning from env step 1,500
 (``--learning-starts``).
 Prints env steps per second over the steps after learning starts, and with ``--profile`` a cProfile summary
-(top 25 by cumulative time) of those steps. ``--buffer`` picks the replay buffer class: RLlib's default
-(prioritized), RLlib's uniform ``EpisodeReplayBuffer``, or rlsweep's ``FastEpisodeReplayBuffer``; a ``+concat``
+(top 25 by cumulative time) of those steps. ``--buffer`` picks the replay buffer: RLlib's default
+(``prioritized``); RLlib's uniform ``EpisodeReplayBuffer`` with RLlib's learner connectors (``uniform``);
+rlsweep's ``FastEpisodeReplayBuffer`` with RLlib's learner connectors (``sampler``); or a uniform buffer as
+rlsweep builds it for a trial, the fast buffer handing the learner its columns (``fast``). A ``+concat``
 suffix (``uniform+concat``) also sets the spec's ``critic: concat`` (Stable-Baselines3's Q network). With
-``--ab`` it alternates these variants in rounds and adds them to ``benchmarks/results/sac_throughput-<date>.json``
-(run it once per round: a round of three buffers takes about 2.5 minutes).
+``--ab`` it alternates these variants in rounds and adds them to ``--out`` (default
+``benchmarks/results/sac_throughput-<date>.json``; run it once per round: a round of three buffers takes
+about 2.5 minutes).
 
     .venv/bin/python benchmarks/sac_throughput.py --buffer fast --env-steps 100 --learning-starts 300 --profile
     .venv/bin/python benchmarks/sac_throughput.py --ab prioritized,uniform,fast --rounds 1 --env-steps 60 --learning-starts 300

@@ -176,11 +176,14 @@ def _print_best(best: Any) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from rlsweep import load_spec
+    from rlsweep.sweep import replay_buffer_line
 
     spec = load_spec(args.spec, args.set)
     measure = spec.ray.memory_check and not args.no_memory_check
     valid = (f"{args.spec}: valid ({spec.algorithm} on {spec.env}, {len(spec.search_space)} parameters, "
              f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})")
+    if (buffer := replay_buffer_line(spec)) is not None:
+        valid += "\n" + buffer
     if not measure:
         why = "ray.memory_check is false" if not spec.ray.memory_check else "--no-memory-check"
         print(valid)

@@ -73,6 +73,38 @@ def _iteration_line(spec: SweepSpec) -> str:
     )
 
 
+def replay_buffer_line(spec: SweepSpec) -> str | None:
+    """What a ``replay_buffer_config.type`` set without a ``capacity`` leaves the buffer holding, or None.
+
+    RLlib's ``training(replay_buffer_config=...)`` replaces the whole dict when the type changes, so the
+    algorithm's capacity (SAC 1,000,000, DQN 50,000) goes with it and the class's own default (10,000 for
+    the episode buffers) holds: a buffer a hundred times smaller than the user may think, said once."""
+    from rlsweep._dotted import unflatten
+    from rlsweep.trainables._config import algorithm_class
+
+    buffer = unflatten(settings_for(spec, {})).get("training", {}).get("replay_buffer_config")
+    searched = any(path.startswith("training.replay_buffer_config") for path in spec.search_space.paths)
+    if not isinstance(buffer, Mapping) or "type" not in buffer or "capacity" in buffer or searched:
+        return None
+    import inspect
+
+    from ray.rllib.utils import replay_buffers
+
+    kind = buffer["type"]
+    cls = getattr(replay_buffers, kind, None) if isinstance(kind, str) else kind
+    default = getattr(algorithm_class(spec.algorithm).get_default_config(), "replay_buffer_config", {}) or {}
+    if not inspect.isclass(cls) or "capacity" not in default:
+        return None
+    holds = inspect.signature(cls).parameters["capacity"].default
+    if holds == default["capacity"]:
+        return None
+    name = getattr(kind, "__name__", kind)
+    return (f"{spec.algorithm}: the replay buffer holds {holds:,} env steps ({name}'s own default, not "
+            f"{spec.algorithm}'s {default['capacity']:,}): training.replay_buffer_config sets a type without a "
+            "capacity, and RLlib then replaces the whole replay_buffer_config; set "
+            "training.replay_buffer_config.capacity to choose")
+
+
 def _quiet_token_notice() -> None:
     """Ray 2.60 warns on every local start that it enabled token authentication for the local runtime
     (a default the user cannot act on here: rlsweep's runtime listens on this machine only). Only that
@@ -482,6 +514,8 @@ def _run(
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
         _say(_iteration_line(spec))
+        if (line := replay_buffer_line(spec)) is not None:
+            _say(line)
         for line in memory.lines() if memory is not None else []:
             _say(line)
     search_alg, param_space, num_samples = SEARCHERS[str(spec.searcher.name)].build(

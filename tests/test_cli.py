@@ -159,3 +159,34 @@ def test_run_best_export_from_the_shell(spec_file, tmp_path, monkeypatch):
     assert refused.returncode == 2 and refused.stderr.startswith("env: "), refused.stderr[-3000:]
     assert not (tmp_path / "results" / "refused").exists() and "Traceback" not in refused.stderr
     assert not (home / "ray_results").exists(), sorted(p.name for p in (home / "ray_results").iterdir())
+
+
+SAC_UNIFORM = {
+    "name": "sac-uniform", "algorithm": "SAC", "env": "Pendulum-v1",
+    "config": {"training.replay_buffer_config.type": "EpisodeReplayBuffer"},
+    "search_space": {"training.actor_lr": {"loguniform": [1.0e-4, 1.0e-3]}},
+    "budget": {"env_steps": 1000}, "mlflow": None,
+}
+
+
+def test_validate_says_what_a_buffer_type_without_a_capacity_holds(spec_file):
+    # RLlib replaces the whole replay_buffer_config when its type changes: SAC's 1,000,000 becomes the class's 10,000.
+    done = rlsweep("validate", spec_file(SAC_UNIFORM), "--no-memory-check")
+    assert done.returncode == 0, done.stderr
+    assert ("SAC: the replay buffer holds 10,000 env steps (EpisodeReplayBuffer's own default, not SAC's 1,000,000)"
+            in done.stdout), done.stdout
+
+
+@pytest.mark.parametrize("change", ["capacity set", "capacity searched", "no type"])
+def test_no_buffer_line_where_the_capacity_is_the_users(change):
+    from rlsweep import load_spec
+    from rlsweep.sweep import replay_buffer_line
+
+    document = copy.deepcopy(SAC_UNIFORM)
+    if change == "capacity set":
+        document["config"]["training.replay_buffer_config.capacity"] = 10_000
+    elif change == "capacity searched":
+        document["search_space"]["training.replay_buffer_config.capacity"] = {"choice": [10_000, 100_000]}
+    else:
+        document["config"] = {}
+    assert replay_buffer_line(load_spec(document)) is None

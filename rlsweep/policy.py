@@ -189,7 +189,8 @@ def load_policy(checkpoint: Any, policy_id: str | None = None) -> Policy:
     if module.is_stateful():
         raise SweepError(
             f"{path}: policy {policy_id!r} is recurrent, and act() keeps no state between calls; "
-            "restore it with ray.rllib.algorithms.Algorithm.from_checkpoint instead"
+            "restore it with ray.rllib.algorithms.Algorithm.from_checkpoint instead (with rlsweep importable: "
+            "the checkpoint's config names rlsweep's own classes)"
         )
     config = _algorithm_config(path)
     return Policy(

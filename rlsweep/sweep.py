@@ -93,10 +93,12 @@ def replay_buffer_line(spec: SweepSpec) -> str | None:
     kind = buffer["type"]
     cls = getattr(replay_buffers, kind, None) if isinstance(kind, str) else kind
     default = getattr(algorithm_class(spec.algorithm).get_default_config(), "replay_buffer_config", {}) or {}
-    if not inspect.isclass(cls) or "capacity" not in default:
-        return None
-    holds = inspect.signature(cls).parameters["capacity"].default
-    if holds == default["capacity"]:
+    own = default.get("type")
+    if not inspect.isclass(cls) or "capacity" not in default or kind in (own, getattr(own, "__name__", None)):
+        return None  # not a class RLlib names, no capacity to lose, or the algorithm's own type (RLlib keeps the dict)
+    parameter = inspect.signature(cls).parameters.get("capacity")
+    holds = parameter.default if parameter is not None else inspect.Parameter.empty
+    if holds is inspect.Parameter.empty or holds == default["capacity"]:
         return None
     name = getattr(kind, "__name__", kind)
     return (f"{spec.algorithm}: the replay buffer holds {holds:,} env steps ({name}'s own default, not "

@@ -177,8 +177,8 @@ def test_validate_says_what_a_buffer_type_without_a_capacity_holds(spec_file):
             in done.stdout), done.stdout
 
 
-@pytest.mark.parametrize("change", ["capacity set", "capacity searched", "no type"])
-def test_no_buffer_line_where_the_capacity_is_the_users(change):
+@pytest.mark.parametrize("change", ["capacity set", "capacity searched", "no type", "the default type"])
+def test_no_buffer_line_where_the_capacity_is_the_users_or_rllibs_default(change):
     from rlsweep import load_spec
     from rlsweep.sweep import replay_buffer_line
 
@@ -187,6 +187,8 @@ def test_no_buffer_line_where_the_capacity_is_the_users(change):
         document["config"]["training.replay_buffer_config.capacity"] = 10_000
     elif change == "capacity searched":
         document["search_space"]["training.replay_buffer_config.capacity"] = {"choice": [10_000, 100_000]}
-    else:
+    elif change == "no type":
         document["config"] = {}
+    else:  # SAC's own type: RLlib keeps its replay_buffer_config, capacity 1,000,000 included
+        document["config"] = {"training.replay_buffer_config.type": "PrioritizedEpisodeReplayBuffer"}
     assert replay_buffer_line(load_spec(document)) is None

@@ -28,11 +28,16 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
-from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
+from ray.rllib.core import ALL_MODULES, DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+
+
+#: The learner's result key (under ``learners/__all_modules__``): rows of its last batch that came as the fast
+#: buffer's columns.
+COLUMNS_ROWS = "replay_columns_rows"
 
 
 class SampledTransitions(list):  # type: ignore[type-arg]
@@ -63,6 +68,9 @@ class TransitionColumns(ConnectorV2):
             self.add_n_batch_items(
                 batch, column, items_to_add=values, num_items=len(values), single_agent_episode=episodes[0]
             )
+        metrics = kwargs.get("metrics")
+        if metrics is not None:  # the learner's logger: rows per batch that came as columns (RLlib's result)
+            metrics.log_value((ALL_MODULES, COLUMNS_ROWS), len(episodes), reduce="mean", window=1)
         return batch
 
 
@@ -78,15 +86,6 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
     def __init__(self, capacity: int = 10000, *, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(capacity, **kwargs)
         self.rng = np.random.default_rng(seed)
-
-    def get_state(self) -> dict[str, Any]:
-        """RLlib's buffer state and the generator's, so a restored buffer goes on with the same draws."""
-        return {**super().get_state(), "rng": self.rng.bit_generator.state}
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        super().set_state(state)
-        if "rng" in state:
-            self.rng.bit_generator.state = state["rng"]
 
     def _sample_episodes(  # type: ignore[override]
         self,
@@ -183,11 +182,20 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
             module_to_sampled_n_step={DEFAULT_MODULE_ID: float(n_step)},
             module_to_num_resamples={DEFAULT_MODULE_ID: 0},
         )
-        if sampled and sampled[0].agent_id is None:
+        if (
+            sampled
+            and sampled[0].agent_id is None
+            and not lookback
+            and all(isinstance(o, (np.ndarray, np.generic)) for o in observations)
+            and all(isinstance(a, (np.ndarray, np.generic)) for a in actions)
+            and not any("_" in e.id_ for e in sampled)
+        ):
             # The columns RLlib's learner pieces would read from these episodes (AddObservationsFromEpisodesToBatch,
             # AddNextObservationsFromEpisodesToTrainBatch, AddColumnsFromEpisodesToTrainBatch), batched as
-            # BatchIndividualItems batches them. Extra model outputs, if asked for, stay RLlib's to add. An
-            # agent's episode (multi-agent keys) is left to RLlib's pieces.
+            # BatchIndividualItems batches them. Extra model outputs, if asked for, stay RLlib's to add. Left to
+            # RLlib's pieces: an agent's episodes (multi-agent keys), a stateful module's (lookback 1: time and
+            # state pieces), Dict or Tuple spaces (a struct per row, not one array), and episode ids with "_"
+            # (RLlib keys rows by id and renames only ids without one, so rows of one episode would group).
             sampled.columns = {
                 Columns.OBS: np.stack(observations),
                 Columns.NEXT_OBS: np.stack(next_observations),

@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
 
 from rlsweep.trainables._replay import (
@@ -135,31 +136,61 @@ def test_only_replaces_an_empty_uniform_buffer():
         use_fast_replay_buffer(algo)
 
 
-def _learner_pipelines():
-    """RLlib's SAC learner connector pipeline, and the same with rlsweep's TransitionColumns first, with a module."""
+DISCRETE = gym.spaces.Discrete(3)
+
+
+def _learner_pipelines(algorithm: str):
+    """RLlib's learner connector pipeline for SAC (Box actions) or DQN (Discrete), the same with rlsweep's
+    TransitionColumns first, and a module to run them with."""
+    from ray.rllib.algorithms.dqn import DQNConfig
     from ray.rllib.algorithms.sac import SACConfig
 
-    config = SACConfig().environment(observation_space=OBS, action_space=ACT)
-    module = config.get_multi_rl_module_spec(spaces={"default_policy": (OBS, ACT)}).build()
-    default = config.build_learner_connector(OBS, ACT)
-    ours = copy.deepcopy(config).learners(learner_connector=TransitionColumns).build_learner_connector(OBS, ACT)
+    actions = ACT if algorithm == "SAC" else DISCRETE
+    config = (SACConfig if algorithm == "SAC" else DQNConfig)().environment(observation_space=OBS, action_space=actions)
+    module = config.get_multi_rl_module_spec(spaces={"default_policy": (OBS, actions)}).build()
+    default = config.build_learner_connector(OBS, actions)
+    ours = copy.deepcopy(config).learners(learner_connector=TransitionColumns).build_learner_connector(OBS, actions)
+    if algorithm == "DQN":  # DQN's learner adds new_obs when it builds (DQNLearner.build), SAC's config does
+        from ray.rllib.connectors.common import AddObservationsFromEpisodesToBatch
+        from ray.rllib.connectors.learner import AddNextObservationsFromEpisodesToTrainBatch
+
+        for pipeline in (default, ours):
+            pipeline.insert_after(AddObservationsFromEpisodesToBatch, AddNextObservationsFromEpisodesToTrainBatch())
     return module, default, ours
 
 
-@pytest.mark.parametrize("n_step", [1, 3])
-def test_learner_trains_on_the_same_batch_with_the_buffers_columns(n_step):
-    module, default, ours = _learner_pipelines()
-    stored = episodes([7, 3, 12, 1, 30])
-    first = fill(FastEpisodeReplayBuffer(capacity=1000, seed=5), copy.deepcopy(stored))
-    second = fill(FastEpisodeReplayBuffer(capacity=1000, seed=5), copy.deepcopy(stored))
+def _stored(algorithm: str, *, id_suffix: str = "") -> list[SingleAgentEpisode]:
+    made = episodes([7, 3, 12, 1, 30])
+    for i, e in enumerate(made):
+        e.id_ += id_suffix
+        if algorithm == "DQN":  # Discrete actions, as DQN's
+            e.action_space = DISCRETE
+            e.actions.data = np.random.default_rng(i).integers(3, size=len(e))
+    return made
+
+
+def _batch(pipeline, module, sampled, metrics=None) -> dict[str, torch.Tensor]:
+    return pipeline(rl_module=module, batch={}, episodes=sampled, shared_data={}, metrics=metrics)["default_policy"]
+
+
+@pytest.mark.parametrize("algorithm, n_step", [("SAC", 1), ("DQN", 1), ("SAC", 3)])
+def test_learner_trains_on_rllibs_batch_with_the_buffers_columns(algorithm, n_step):
+    # Reference: RLlib's own uniform buffer (its generator seeded alike) through RLlib's own learner pieces.
+    module, default, ours = _learner_pipelines(algorithm)
+    stored = _stored(algorithm)
+    reference = fill(EpisodeReplayBuffer(capacity=1000), copy.deepcopy(stored))
+    reference.rng = np.random.default_rng(5)
+    fast = fill(FastEpisodeReplayBuffer(capacity=1000, seed=5), copy.deepcopy(stored))
     for _ in range(2):
-        plain = first.sample(num_items=64, n_step=n_step, gamma=0.9, sample_episodes=True)
-        handed = second.sample(num_items=64, n_step=n_step, gamma=0.9, sample_episodes=True)
+        plain = reference.sample(num_items=64, n_step=n_step, gamma=0.9, sample_episodes=True)
+        handed = fast.sample(num_items=64, n_step=n_step, gamma=0.9, sample_episodes=True)
         # n-step sampling is RLlib's own: no columns, and the batch comes from RLlib's pieces either way.
         assert hasattr(handed, "columns") == (n_step == 1)
-        expected = default(rl_module=module, batch={}, episodes=list(plain), shared_data={})["default_policy"]
-        got = ours(rl_module=module, batch={}, episodes=handed, shared_data={})["default_policy"]
+        metrics = MetricsLogger()
+        expected, got = _batch(default, module, plain), _batch(ours, module, handed, metrics)
         assert list(got) == list(expected)
+        # The learner's result says how many rows came as columns (rlsweep's trial rows keep it).
+        assert metrics.peek(("__all_modules__", "replay_columns_rows"), default=0) == (64 if n_step == 1 else 0)
         for column, tensor in expected.items():
             assert got[column].dtype == tensor.dtype and torch.equal(got[column], tensor), column
         # RLlib's AddObservationsFromEpisodesToBatch renames each episode it reads ("<id>_<i>"): with the
@@ -168,23 +199,32 @@ def test_learner_trains_on_the_same_batch_with_the_buffers_columns(n_step):
         assert all("_" not in e.id_ for e in handed) == (n_step == 1)
 
 
-def test_an_agents_episodes_get_no_columns():
-    # Multi-agent batches are keyed by (episode, agent, module): RLlib's pieces build those.
+def test_episode_ids_with_an_underscore_leave_the_batch_to_rllib():
+    # RLlib keys rows by episode id and renames only ids without "_": rows of one episode then group together,
+    # an order the columns would not have.
+    module, default, ours = _learner_pipelines("SAC")
+    stored = _stored("SAC", id_suffix="_x")
+    fast = fill(FastEpisodeReplayBuffer(capacity=1000, seed=2), copy.deepcopy(stored))
+    handed = fast.sample(num_items=64, n_step=1, sample_episodes=True)
+    assert not hasattr(handed, "columns")
+    again = fill(FastEpisodeReplayBuffer(capacity=1000, seed=2), copy.deepcopy(stored))
+    expected = _batch(default, module, again.sample(num_items=64, n_step=1, sample_episodes=True))
+    got = _batch(ours, module, handed)
+    assert all(torch.equal(got[c], expected[c]) for c in expected)
+
+
+def test_an_agents_episodes_and_a_stateful_lookback_get_no_columns():
+    # Multi-agent batches are keyed by (episode, agent, module), and a stateful module samples with a lookback
+    # of 1 for RLlib's time and state pieces: RLlib's pieces build those.
     stored = episodes([5, 8])
+    assert hasattr(fill(FastEpisodeReplayBuffer(capacity=100, seed=1), copy.deepcopy(stored)).sample(
+        num_items=8, n_step=1, sample_episodes=True), "columns")
+    assert not hasattr(fill(FastEpisodeReplayBuffer(capacity=100, seed=1), copy.deepcopy(stored)).sample(
+        num_items=8, n_step=1, sample_episodes=True, lookback=1), "columns")
     for e in stored:
         e.agent_id, e.module_id = "a0", "m0"
     assert not hasattr(fill(FastEpisodeReplayBuffer(capacity=100, seed=1), stored).sample(
         num_items=8, n_step=1, sample_episodes=True), "columns")
-
-
-def test_a_restored_buffer_goes_on_with_the_same_draws():
-    stored = episodes([20, 20])
-    original = fill(FastEpisodeReplayBuffer(capacity=1000, seed=11), copy.deepcopy(stored))
-    original.sample(num_items=32, n_step=1, sample_episodes=True)
-    restored = FastEpisodeReplayBuffer(capacity=1000, seed=99)
-    restored.set_state(copy.deepcopy(original.get_state()))
-    draws = [rows(b.sample(num_items=32, n_step=1, sample_episodes=True)) for b in (original, restored)]
-    assert [r[1:] for r in draws[0]] == [r[1:] for r in draws[1]]
 
 
 def _sac_config(**settings):

@@ -74,37 +74,54 @@ def _iteration_line(spec: SweepSpec) -> str:
 
 
 def replay_buffer_line(spec: SweepSpec) -> str | None:
-    """What a ``replay_buffer_config.type`` set without a ``capacity`` leaves the buffer holding, or None.
+    """What a ``replay_buffer_config.type`` set or searched without a ``capacity`` leaves the buffer holding,
+    or None.
 
     RLlib's ``training(replay_buffer_config=...)`` replaces the whole dict when the type changes, so the
     algorithm's capacity (SAC 1,000,000, DQN 50,000) goes with it and the class's own default (10,000 for
     the episode buffers) holds: a buffer a hundred times smaller than the user may think, said once."""
     from rlsweep._dotted import unflatten
+    from rlsweep.search_spaces._domains import Choice
     from rlsweep.trainables._config import algorithm_class
 
+    type_path = "training.replay_buffer_config.type"
     buffer = unflatten(settings_for(spec, {})).get("training", {}).get("replay_buffer_config")
-    searched = any(path.startswith("training.replay_buffer_config") for path in spec.search_space.paths)
-    if not isinstance(buffer, Mapping) or "type" not in buffer or "capacity" in buffer or searched:
+    buffer = buffer if isinstance(buffer, Mapping) else {}
+    drawn = [p for p in spec.search_space if p.path == type_path and isinstance(p.domain, Choice)]
+    chosen = any(p.startswith("training.replay_buffer_config") and p != type_path for p in spec.search_space.paths)
+    if "capacity" in buffer or chosen:  # the user's capacity (or a whole dict drawn): nothing silent
+        return None
+    kinds = [v for p in drawn for v in p.domain.values] if drawn else [buffer["type"]] if "type" in buffer else []
+    if not kinds:
         return None
     import inspect
 
     from ray.rllib.utils import replay_buffers
 
-    kind = buffer["type"]
-    cls = getattr(replay_buffers, kind, None) if isinstance(kind, str) else kind
     default = getattr(algorithm_class(spec.algorithm).get_default_config(), "replay_buffer_config", {}) or {}
     own = default.get("type")
-    if not inspect.isclass(cls) or "capacity" not in default or kind in (own, getattr(own, "__name__", None)):
-        return None  # not a class RLlib names, no capacity to lose, or the algorithm's own type (RLlib keeps the dict)
-    parameter = inspect.signature(cls).parameters.get("capacity")
-    holds = parameter.default if parameter is not None else inspect.Parameter.empty
-    if holds is inspect.Parameter.empty or holds == default["capacity"]:
+    if "capacity" not in default:
         return None
-    name = getattr(kind, "__name__", kind)
-    return (f"{spec.algorithm}: the replay buffer holds {holds:,} env steps ({name}'s own default, not "
-            f"{spec.algorithm}'s {default['capacity']:,}): training.replay_buffer_config sets a type without a "
-            "capacity, and RLlib then replaces the whole replay_buffer_config; set "
-            "training.replay_buffer_config.capacity to choose")
+    smaller = []
+    for kind in dict.fromkeys(kinds):
+        cls = getattr(replay_buffers, kind, None) if isinstance(kind, str) else kind
+        if not inspect.isclass(cls) or kind in (own, getattr(own, "__name__", None)):
+            continue  # not a class RLlib names, or the algorithm's own type (RLlib keeps the dict)
+        parameter = inspect.signature(cls).parameters.get("capacity")
+        if parameter is not None and parameter.default not in (inspect.Parameter.empty, default["capacity"]):
+            smaller.append((getattr(kind, "__name__", kind), parameter.default))
+    if not smaller:
+        return None
+    what = "; ".join(f"{holds:,} env steps where it is {name} ({name}'s own default)" for name, holds in smaller)
+    if not drawn:
+        (name, holds), = smaller
+        what = f"{holds:,} env steps ({name}'s own default"
+        return (f"{spec.algorithm}: the replay buffer holds {what}, not {spec.algorithm}'s {default['capacity']:,}): "
+                "training.replay_buffer_config sets a type without a capacity, and RLlib then replaces the whole "
+                "replay_buffer_config; set training.replay_buffer_config.capacity to choose")
+    return (f"{spec.algorithm}: the replay buffer holds {what}, not {spec.algorithm}'s {default['capacity']:,}: "
+            f"search_space.{type_path} draws a type without a capacity, and RLlib then replaces the whole "
+            "replay_buffer_config; set training.replay_buffer_config.capacity to choose")
 
 
 def _quiet_token_notice() -> None:

@@ -192,3 +192,19 @@ def test_no_buffer_line_where_the_capacity_is_the_users_or_rllibs_default(change
     else:  # SAC's own type: RLlib keeps its replay_buffer_config, capacity 1,000,000 included
         document["config"] = {"training.replay_buffer_config.type": "PrioritizedEpisodeReplayBuffer"}
     assert replay_buffer_line(load_spec(document)) is None
+
+
+def test_a_searched_buffer_type_without_a_capacity_gets_the_line_too():
+    from rlsweep import load_spec
+    from rlsweep.sweep import replay_buffer_line
+
+    document = copy.deepcopy(SAC_UNIFORM)
+    document["config"] = {}
+    document["search_space"]["training.replay_buffer_config.type"] = {
+        "choice": ["EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer"]}
+    line = replay_buffer_line(load_spec(document))
+    # Only the drawn type that is not SAC's own loses the capacity.
+    assert line is not None and line.startswith(
+        "SAC: the replay buffer holds 10,000 env steps where it is EpisodeReplayBuffer (EpisodeReplayBuffer's own "
+        "default), not SAC's 1,000,000: search_space.training.replay_buffer_config.type draws"), line
+    assert "PrioritizedEpisodeReplayBuffer" not in line

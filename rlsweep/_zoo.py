@@ -490,13 +490,15 @@ class _Mapper:
             self.put("training.train_batch_size_per_learner", n_steps * n_envs, "n_steps", "n_envs")
         self.done.add("n_steps")
         if (batch := self.count("batch_size")) is not None:
-            rollout = n_steps * n_envs if n_steps is not None and n_envs is not None else batch
-            # SB3 slices the rollout into minibatches of batch_size: a larger one takes the whole rollout
-            # once, which RLlib must be told (it refuses a minibatch larger than the train batch).
-            self.put("training.minibatch_size", min(batch, rollout), "batch_size")
-            if batch > rollout:
-                self.drop("batch_size", batch, f"larger than the rollout (n_steps * n_envs = {rollout}), which SB3 then "
-                                               f"takes as one minibatch: minibatch_size is {rollout}", approximate=True)
+            if n_steps is not None and n_envs is not None and batch >= n_steps * n_envs:
+                # SB3 slices the rollout into minibatches of batch_size: one as large as the rollout, or larger,
+                # takes the whole rollout once per epoch, n_epochs updates. RLlib does that with no minibatch
+                # size (null: one update of the whole train batch per epoch). A minibatch of the rollout's size
+                # would not: RLlib's train batch also holds a masked row per episode chunk (its value bootstrap),
+                # so its minibatches cycle over more rows than the rollout (21-22 updates of 20 epochs on CartPole).
+                self.put("training.minibatch_size", None, "batch_size")
+            else:
+                self.put("training.minibatch_size", batch, "batch_size")
         if (epochs := self.count("n_epochs")) is not None:
             self.put("training.num_epochs", epochs, "n_epochs")
         for name, path in (("gamma", "training.gamma"), ("gae_lambda", "training.lambda_"), ("ent_coef", "training.entropy_coeff"),

@@ -73,6 +73,10 @@ def _zoo_value(settings: Mapping[str, Setting], path: str) -> tuple[Any, str, bo
     the setting itself (False for a schedule's ``.from`` / ``.to``; a constant is both). A setting's
     ``SAME_VALUE`` partner stands for it."""
     path = SAME_VALUE.get(path, path) if path not in settings else path
+    if path == "training.minibatch_size" and path in settings and settings[path].value is None:
+        # No minibatch size: the whole rollout per update, which a searched minibatch size stands for by its size.
+        rollout = settings.get("training.train_batch_size_per_learner")
+        return (None if rollout is None else (rollout.value, settings[path].source, True))
     if path in settings:
         return settings[path].value, settings[path].source, True
     base, _, end = path.rpartition(".")

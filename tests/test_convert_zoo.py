@@ -35,7 +35,9 @@ def test_cartpole_ppo_maps_onto_rllibs_ppo_with_sb3s_defaults_and_a_linear_lr():
     assert spec["config"] == {
         "env_runners.num_envs_per_env_runner": 8,
         "training.train_batch_size_per_learner": 256,  # n_steps 32 on each of 8 envs
-        "training.minibatch_size": 256,
+        # batch_size 256 = the rollout: one update of the whole batch per epoch, as SB3 (not RLlib's cyclic
+        # minibatches of 256 over the batch's 256 rows and its masked bootstrap rows).
+        "training.minibatch_size": None,
         "training.num_epochs": 20,
         "training.gamma": 0.98,
         "training.lambda_": 0.8,
@@ -93,10 +95,10 @@ def test_lin_normalize_and_policy_kwargs_map_to_a_schedule_the_normalize_section
     assert spec["normalize"] == {"observations": True, "rewards": False}
     assert "no reward-normalizing connector" in unmapped["normalize.norm_reward"]
     assert spec["config"]["training.train_batch_size_per_learner"] == 8 and spec["config"]["training.grad_clip"] == 5.0
-    # batch_size 256 > the rollout of 8: SB3 takes the rollout as one minibatch (RLlib refuses 256 > 8).
-    assert spec["config"]["training.minibatch_size"] == 8 and "one minibatch" in unmapped["batch_size"]
+    # batch_size 256 > the rollout of 8: SB3 takes the rollout as one minibatch, RLlib with no minibatch size.
+    assert spec["config"]["training.minibatch_size"] is None
     # ortho_init=False is RLlib's default initialization: carried, not listed. log_std_init has no counterpart.
-    assert set(unmapped) == {"normalize.norm_reward", "policy_kwargs.log_std_init", "use_sde", "batch_size"}
+    assert set(unmapped) == {"normalize.norm_reward", "policy_kwargs.log_std_init", "use_sde"}
     assert not any("initializer" in path for path in spec["config"])
 
     spec, unmapped = converted("ppo", "HalfCheetah-v4")  # dict(pi=[256, 256], vf=[256, 256]), nn.ReLU
@@ -287,13 +289,13 @@ def test_any_ppo_entry_maps_its_numbers_exactly(n_envs, n_steps, batch_size, n_e
     config = mapping.config()
     assert not mapping.problems
     assert config["training.train_batch_size_per_learner"] == n_steps * n_envs
-    # SB3 takes a rollout smaller than batch_size as one minibatch.
-    minibatch = min(batch_size, n_steps * n_envs)
+    # SB3 takes a rollout no larger than batch_size as one minibatch per epoch: RLlib with no minibatch size.
+    minibatch = None if batch_size >= n_steps * n_envs else batch_size
     assert (config["training.minibatch_size"], config["training.num_epochs"], config["training.gamma"]) == (minibatch, n_epochs, gamma)
     assert config["training.lr"] == ({"schedule": "linear", "from": learning_rate, "to": 0.0} if lin else learning_rate)
     assert config["training.clip_param"] == ({"schedule": "linear", "from": clip, "to": 0.0} if lin else clip)
-    # A shrunk minibatch is listed as such: never silently changed.
-    assert [i.key for i in mapping.unmapped] == (["batch_size"] if minibatch < batch_size else [])
+    # Every batch_size is carried exactly: nothing listed.
+    assert not mapping.unmapped
 
 
 @settings(max_examples=40, deadline=None)

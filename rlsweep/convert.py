@@ -129,7 +129,7 @@ class Unmapped:
     key: str
     value: Any
     reason: str
-    #: Carried in part (a batch_size larger than the rollout, which SB3 also takes whole) or with no effect on learning.
+    #: With no effect on learning (a memory option, a gSDE option of an entry without gSDE).
     approximate: bool = False
 
     def __str__(self) -> str:

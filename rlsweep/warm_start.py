@@ -76,7 +76,7 @@ def _zoo_value(settings: Mapping[str, Setting], path: str) -> tuple[Any, str, bo
     if path == "training.minibatch_size" and path in settings and settings[path].value is None:
         # No minibatch size: the whole rollout per update, which a searched minibatch size stands for by its size.
         rollout = settings.get("training.train_batch_size_per_learner")
-        return (None if rollout is None else (rollout.value, settings[path].source, True))
+        return None if rollout is None else (rollout.value, rollout.source, True)
     if path in settings:
         return settings[path].value, settings[path].source, True
     base, _, end = path.rpartition(".")
@@ -161,8 +161,8 @@ def zoo_point(algorithm: str, env: str, space: SearchSpace, *, normalize_observa
                                        f"{{observations: {str(zoo_normalizes).lower()}}} for warm start to reproduce them"))
 
     point: dict[str, Any] = {}
-    # Listed by the mapping, but nothing about learning is lost (a memory option, a batch_size larger than
-    # the rollout, which SB3 takes whole too): said, not refused.
+    # Listed by the mapping, but nothing about learning is lost (a memory option, a gSDE option of an entry
+    # without gSDE): said, not refused.
     notes = [f"{WHERE}: rl-baselines3-zoo's {item}" for item in mapping.unmapped if item.approximate]
     for parameter in space:
         if isinstance(parameter.domain, Fixed) or not parameter.is_active(point):

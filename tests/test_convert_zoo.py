@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rlsweep
@@ -282,6 +282,9 @@ RATES = st.floats(1e-6, 1.0, allow_nan=False)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n_envs=st.integers(1, 64), n_steps=COUNTS, batch_size=COUNTS, n_epochs=st.integers(1, 50),
        learning_rate=RATES, clip=st.floats(0.01, 1.0), lin=st.booleans(), gamma=st.floats(0.0, 1.0))
+# The boundary: a batch_size of the rollout's size takes it whole, one less slices it.
+@example(n_envs=8, n_steps=32, batch_size=256, n_epochs=20, learning_rate=0.001, clip=0.2, lin=True, gamma=0.98)
+@example(n_envs=8, n_steps=32, batch_size=255, n_epochs=20, learning_rate=0.001, clip=0.2, lin=True, gamma=0.98)
 def test_any_ppo_entry_maps_its_numbers_exactly(n_envs, n_steps, batch_size, n_epochs, learning_rate, clip, lin, gamma):
     zoo = {"n_envs": n_envs, "n_steps": n_steps, "batch_size": batch_size, "n_epochs": n_epochs, "gamma": gamma,
            "learning_rate": f"lin_{learning_rate!r}" if lin else learning_rate, "clip_range": f"lin_{clip!r}" if lin else clip}

@@ -186,6 +186,19 @@ def test_a_config_value_of_a_type_rllib_does_not_take_is_refused_before_any_tria
     assert says in problems[path], problems
 
 
+def test_no_minibatch_size_over_several_learners_is_refused_before_any_trial(tmp_path, capsys):
+    # RLlib 2.60 takes minibatch_size null (the whole batch per update, what convert --from zoo writes where SB3
+    # takes the whole rollout) but splits a batch over learners by multiplying by it: a TypeError at the
+    # first update. One learner, or none, is fine.
+    base = {**TINY_SPEC["config"], "training.minibatch_size": None}
+    code, problems, out = _validate(tmp_path, capsys, config={**base, "learners.num_learners": 1})
+    assert code == EXIT_OK, problems
+    code, problems, out = _validate(tmp_path, capsys, config={**base, "learners.num_learners": 2})
+    assert code == EXIT_INVALID and out == ""
+    assert "cannot be split over num_learners=2 learners" in problems[
+        "config.learners.num_learners, config.training.minibatch_size"], problems
+
+
 def test_values_rllib_annotates_narrowly_but_takes_are_not_refused(tmp_path, capsys):
     # RLlib annotates num_cpus_per_env_runner Optional[int], and Ray takes half a CPU; a float where an int
     # goes, an int where a bool goes, null where None goes.

@@ -151,7 +151,12 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
     seen: set[str] = set()
     for draw in corner_draws(spec.search_space) + random_draws(spec.search_space, PREFLIGHT_SAMPLES):
         try:
-            build_config(spec, draw).validate()
+            config = build_config(spec, draw)
+            config.validate()
+            if getattr(config, "minibatch_size", 0) is None and (config.num_learners or 0) > 1:
+                # RLlib 2.60 passes the check and fails at the first update (TrainingData.shard multiplies by it).
+                raise ValueError(f"minibatch_size null (the whole batch per update) cannot be split over "
+                                 f"num_learners={config.num_learners} learners; set minibatch_size to a number")
         except Exception as exc:  # noqa: BLE001 - RLlib raises ValueError, TypeError, KeyError, ...
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             settings = settings_for(spec, draw)

@@ -150,7 +150,8 @@ class ZooMapping:
     ``settings``: RLlib ``method.argument`` path -> :class:`Setting`; a value that changes over training
     is a linear or piecewise schedule in the spec's format (``{schedule: linear, from: x, to: 0.0}``).
     ``unmapped``: what the entry says and the settings do not carry, with why; ``approximate`` marks
-    one with no effect on learning (a memory option, a gSDE option of an entry without gSDE). ``problems``: values that cannot be read (``policy_kwargs: ...``).
+    one with no effect on learning (a memory option, a gSDE option of an entry without gSDE).
+    ``problems``: values that cannot be read (``policy_kwargs: ...``).
     """
 
     algorithm: str

@@ -112,16 +112,15 @@ def replay_buffer_line(spec: SweepSpec) -> str | None:
             smaller.append((getattr(kind, "__name__", kind), parameter.default))
     if not smaller:
         return None
-    what = "; ".join(f"{holds:,} env steps where it is {name} ({name}'s own default)" for name, holds in smaller)
+    instead = f"not {spec.algorithm}'s {default['capacity']:,}"
+    then = "and RLlib then replaces the whole replay_buffer_config; set training.replay_buffer_config.capacity to choose"
     if not drawn:
         (name, holds), = smaller
-        what = f"{holds:,} env steps ({name}'s own default"
-        return (f"{spec.algorithm}: the replay buffer holds {what}, not {spec.algorithm}'s {default['capacity']:,}): "
-                "training.replay_buffer_config sets a type without a capacity, and RLlib then replaces the whole "
-                "replay_buffer_config; set training.replay_buffer_config.capacity to choose")
-    return (f"{spec.algorithm}: the replay buffer holds {what}, not {spec.algorithm}'s {default['capacity']:,}: "
-            f"search_space.{type_path} draws a type without a capacity, and RLlib then replaces the whole "
-            "replay_buffer_config; set training.replay_buffer_config.capacity to choose")
+        return (f"{spec.algorithm}: the replay buffer holds {holds:,} env steps ({name}'s own default, {instead}): "
+                f"training.replay_buffer_config sets a type without a capacity, {then}")
+    where = "; ".join(f"{holds:,} env steps where it is {name} ({name}'s own default)" for name, holds in smaller)
+    return (f"{spec.algorithm}: the replay buffer holds {where}, {instead}: search_space.{type_path} draws a type "
+            f"without a capacity, {then}")
 
 
 def _quiet_token_notice() -> None:

@@ -42,8 +42,8 @@ VECTOR_ENVS = 8
 #: Settings that shape sampling: a spec that sets one decides the vectorization itself.
 _SAMPLING_SHAPE = ("env_runners.num_envs_per_env_runner", "env_runners.rollout_fragment_length")
 
-#: The work floor of one iteration for algorithms whose RLlib default is a time floor (IMPALA/APPO 10 s,
-#: SAC 1 s): an iteration then samples at least this many env steps, whatever the machine's speed.
+#: The work floor of one iteration for algorithms whose RLlib default floor is time alone (IMPALA/APPO 10 s,
+#: CQL 1 s): an iteration then samples at least this many env steps, whatever the machine's speed.
 ITERATION_ENV_STEPS = 1000
 
 MIN_TIME = "reporting.min_time_s_per_iteration"
@@ -81,11 +81,13 @@ def agent_ids(spec: SweepSpec) -> list[Any] | None:
 @lru_cache(maxsize=None)
 def iteration_settings(algorithm: str) -> dict[str, Any]:
     """What one iteration of ``algorithm`` is, stated explicitly: never a wall-clock floor, which makes the
-    work per iteration (and so every scheduler decision) depend on the machine's speed."""
+    work per iteration (and so every scheduler decision) depend on the machine's speed. RLlib's own work
+    floor where it has one (SAC's 100 env steps, an update each, beside its 1 s floor; DQN's 1000), else
+    :data:`ITERATION_ENV_STEPS` where its floor is time alone."""
     defaults = algorithm_class(algorithm).get_default_config()
     min_steps = int(defaults.min_sample_timesteps_per_iteration or 0)
-    if defaults.min_time_s_per_iteration:
-        min_steps = max(min_steps, ITERATION_ENV_STEPS)
+    if defaults.min_time_s_per_iteration and not min_steps:
+        min_steps = ITERATION_ENV_STEPS
     return {MIN_TIME: 0, MIN_STEPS: min_steps}
 
 

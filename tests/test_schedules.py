@@ -153,13 +153,11 @@ def test_rllibs_config_validates_every_schedulable_setting(algorithm, env, paths
         assert getattr(config, path.split(".")[1]) == [[0, 0.5], [BUDGET, 0.01]]
 
 
-def test_only_a_ppo_trial_that_schedules_clip_param_trains_with_rlsweeps_learner():
-    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
-
-    from rlsweep.trainables._ppo_learner import ClipScheduledPPOTorchLearner
+def test_only_a_ppo_trial_that_schedules_clip_param_trains_with_the_clip_scheduling_learner():
+    from rlsweep.trainables._ppo_learner import ClipScheduledPPOTorchLearner, RlsweepPPOTorchLearner
 
     fixed = build_config(parse_spec(document(config={"training.clip_param": 0.2}))[0], {})
-    assert fixed.learner_class is PPOTorchLearner  # RLlib's own, untouched
+    assert fixed.learner_class is RlsweepPPOTorchLearner  # every PPO trial's (advantages over the loss's rows)
     with logged_to("ray._common.deprecation") as said:  # where RLlib's deprecation notices go
         scheduled = build_config(parse_spec(document(config={"training.clip_param": {"schedule": "linear", "from": 0.2, "to": 0.0}}))[0], {})
     assert scheduled.learner_class is ClipScheduledPPOTorchLearner

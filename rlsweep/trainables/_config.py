@@ -222,10 +222,13 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
     config = config.environment(env=resolve_env(spec.env), env_config=dict(spec.env_config))
     for method, arguments in unflatten(rllib_settings(settings_for(spec, sampled))).items():
         getattr(config, method)(**arguments)
-    if spec.algorithm == "PPO" and isinstance(config.clip_param, list):  # a schedule, in RLlib's format
-        from rlsweep.trainables._ppo_learner import ClipScheduledPPOTorchLearner  # only where a trial needs it
+    if spec.algorithm == "PPO":
+        from rlsweep.trainables import _ppo_learner  # only where a trial needs it
 
-        config.learners(learner_class=ClipScheduledPPOTorchLearner)
+        if isinstance(config.clip_param, list):  # a schedule, in RLlib's format
+            config.learners(learner_class=_ppo_learner.ClipScheduledPPOTorchLearner)
+        elif config._learner_class is None:  # RLlib's own; a learner_class the spec sets stays
+            config.learners(learner_class=_ppo_learner.RlsweepPPOTorchLearner)
     if spec.critic == "concat":  # the pre-flight has checked it is SAC, single-agent, with continuous actions
         from rlsweep.trainables._critic import concat_critic_spec  # only where a trial needs it
 

@@ -1,22 +1,39 @@
-"""PPO's ``clip_param`` on a schedule: a learner that RLlib's own ``learner_class`` setting plugs in.
+"""rlsweep's PPO learner, plugged in through RLlib's own ``learner_class`` setting (``build_config``).
 
-RLlib's PPO reads ``clip_param`` from the module's config in every loss (ray 2.60,
-``algorithms/ppo/torch/ppo_torch_learner.py:91``) and keeps no scheduler for it, as it does for
+**Advantages standardized over the rows that train.** RLlib's ``GeneralAdvantageEstimation`` piece (ray 2.60,
+``connectors/learner/general_advantage_estimation.py:148``) standardizes the advantages over every row of
+the batch, including the bootstrap row ``AddOneTsToEpisodesAndTruncate`` appends to each episode chunk, which
+the loss masks out (``Columns.LOSS_MASK``). That row's advantage is not a transition's: its TD residual
+reads the value of the next chunk's first observation, or 0 at the end of the batch (``-V(s)``, about -45 on
+CartPole with gamma 0.98). A few such rows shift the mean and inflate the standard deviation, so every real
+row's advantage comes out shrunk and offset (ray-project/ray#57989, open). Stable-Baselines3 standardizes
+over the real rows. :class:`StandardizeOverLossMask`, placed right after RLlib's piece, standardizes again
+over the rows the loss uses: standardizing is affine, so the result is what standardizing RLlib's raw
+advantages over those rows gives, and it changes nothing where they already are (a fixed RLlib).
+
+**``clip_param`` on a schedule.** RLlib's PPO reads ``clip_param`` from the module's config in every loss
+(``algorithms/ppo/torch/ppo_torch_learner.py:91``) and keeps no scheduler for it, as it does for
 ``entropy_coeff``. Stable-Baselines3 decays a ``clip_range: lin_X`` with its learning rate, and rl-zoo3's tuned
-PPO entries use that. This learner evaluates the schedule (RLlib's ``Scheduler``: linear between points, the
-last value held) at the trial's lifetime env steps before each update, as SB3 evaluates its ``clip_range`` at
-the env steps collected before each update; so a restored trial takes the value at its restored env steps,
-with no state of its own to restore. Everything else is ``PPOTorchLearner``'s.
+PPO entries use that. :class:`ClipScheduledPPOTorchLearner` evaluates the schedule (RLlib's ``Scheduler``:
+linear between points, the last value held) at the trial's lifetime env steps before each update, as SB3
+evaluates its ``clip_range`` at the env steps collected before each update; so a restored trial takes the
+value at its restored env steps, with no state of its own to restore.
 
-Only a trial whose ``training.clip_param`` is a schedule gets this class (``build_config``): every other
-trial keeps RLlib's learner as it is.
+Every PPO trial trains with :class:`RlsweepPPOTorchLearner` (a trial whose ``training.clip_param`` is a
+schedule with its subclass), unless the spec sets ``learners.learner_class`` itself. Everything else is
+``PPOTorchLearner``'s.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.connectors.learner import GeneralAdvantageEstimation
+from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from ray.rllib.utils.schedules.scheduler import Scheduler
 
@@ -36,7 +53,46 @@ class _WithClip:
         return getattr(self._config, name)
 
 
-class ClipScheduledPPOTorchLearner(PPOTorchLearner):
+#: RLlib's floor under the standard deviation it divides by (``max(1e-4, std)``), kept.
+STD_FLOOR = 1e-4
+
+
+class StandardizeOverLossMask(ConnectorV2):
+    """Learner connector piece: each module's advantages standardized over its ``LOSS_MASK`` rows (mean 0,
+    population standard deviation 1 there), after RLlib's GAE piece. A module batch without advantages or
+    without a loss mask passes through."""
+
+    def __call__(self, *, rl_module: Any, batch: dict[str, Any], episodes: Any, explore: Any = None,
+                 shared_data: Any = None, **kwargs: Any) -> Any:
+        for module_batch in batch.values():
+            if not isinstance(module_batch, dict):
+                continue
+            advantages = module_batch.get(Postprocessing.ADVANTAGES)
+            mask = module_batch.get(Columns.LOSS_MASK)
+            if advantages is None or mask is None:
+                continue
+            if isinstance(advantages, np.ndarray):
+                real = advantages[np.asarray(mask, dtype=bool)]
+                if real.size:
+                    module_batch[Postprocessing.ADVANTAGES] = (advantages - real.mean()) / max(STD_FLOOR, float(real.std()))
+                continue
+            real = advantages[mask.bool()]
+            if real.numel():
+                module_batch[Postprocessing.ADVANTAGES] = (advantages - real.mean()) / max(STD_FLOOR, float(real.std(unbiased=False)))
+        return batch
+
+
+class RlsweepPPOTorchLearner(PPOTorchLearner):
+    """``PPOTorchLearner`` whose advantages are standardized over the rows the loss trains on."""
+
+    def build(self) -> None:
+        super().build()
+        pipeline = self._learner_connector
+        if pipeline is not None and any(isinstance(piece, GeneralAdvantageEstimation) for piece in pipeline.connectors):
+            pipeline.insert_after(GeneralAdvantageEstimation, StandardizeOverLossMask())
+
+
+class ClipScheduledPPOTorchLearner(RlsweepPPOTorchLearner):
     """``PPOTorchLearner`` with ``clip_param`` given as RLlib's ``[[env_steps, value], ...]`` schedule."""
 
     def build(self) -> None:

@@ -66,8 +66,8 @@ def build(variant: str, seed: int, learning_starts: int) -> Any:
     config: dict[str, Any] = {
         "debugging.seed": seed,
         "training.num_steps_sampled_before_learning_starts": learning_starts,
-        # rlsweep's iteration is 1,000 env steps (minutes here); a shorter one changes no learning, only how
-        # often results are reported.
+        # The same iteration for every variant, so they compare the same run (where iterations end changes a
+        # seeded SAC run in RLlib).
         "reporting.min_sample_timesteps_per_iteration": ITERATION,
     }
     if buffer != "prioritized":

@@ -301,3 +301,10 @@ def test_rlsweeps_ppo_learner_hands_rllibs_loss_the_clip_in_force_at_the_updates
         learner.compute_loss_for_module(module_id="default_policy", config=module_config, batch={}, fwd_out={})
     # Linear from 0.2 to 0 over the budget, then held; every other setting is the config's own.
     assert seen == [(0.2, 0.99), (pytest.approx(0.15), 0.99), (0.0, 0.99), (0.0, 0.99)]
+
+
+@pytest.mark.parametrize("algorithm, steps", [("PPO", 0), ("SAC", 100), ("DQN", 1000), ("IMPALA", 1000), ("APPO", 1000), ("CQL", 1000)])
+def test_an_iteration_is_rllibs_own_work_floor_never_its_time_floor(algorithm, steps):
+    from rlsweep.trainables._config import MIN_STEPS, MIN_TIME, iteration_settings
+
+    assert iteration_settings(algorithm) == {MIN_TIME: 0, MIN_STEPS: steps}

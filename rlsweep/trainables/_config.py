@@ -42,8 +42,9 @@ VECTOR_ENVS = 8
 #: Settings that shape sampling: a spec that sets one decides the vectorization itself.
 _SAMPLING_SHAPE = ("env_runners.num_envs_per_env_runner", "env_runners.rollout_fragment_length")
 
-#: The work floor of one iteration for algorithms whose RLlib default floor is time alone (IMPALA/APPO 10 s,
-#: CQL 1 s): an iteration then samples at least this many env steps, whatever the machine's speed.
+#: The work floor of one iteration for algorithms whose RLlib default sampling floor is time alone (IMPALA/APPO
+#: 10 s; CQL 1 s, beside its 100 trained steps): an iteration then samples at least this many env steps,
+#: whatever the machine's speed.
 ITERATION_ENV_STEPS = 1000
 
 MIN_TIME = "reporting.min_time_s_per_iteration"

@@ -9,7 +9,8 @@ CartPole with gamma 0.98). A few such rows shift the mean and inflate the standa
 row's advantage comes out shrunk and offset (ray-project/ray#57989, open). Stable-Baselines3 standardizes
 over the real rows. :class:`StandardizeOverLossMask`, placed right after RLlib's piece, standardizes again
 over the rows the loss uses: standardizing is affine, so the result is what standardizing RLlib's raw
-advantages over those rows gives, and it changes nothing where they already are (a fixed RLlib).
+advantages over those rows gives (except where the real rows' spread is below 1e-4 of all rows', when the
+two floors differ), and it changes nothing where they already are (a fixed RLlib).
 
 **``clip_param`` on a schedule.** RLlib's PPO reads ``clip_param`` from the module's config in every loss
 (``algorithms/ppo/torch/ppo_torch_learner.py:91``) and keeps no scheduler for it, as it does for
@@ -19,9 +20,9 @@ linear between points, the last value held) at the trial's lifetime env steps be
 evaluates its ``clip_range`` at the env steps collected before each update; so a restored trial takes the
 value at its restored env steps, with no state of its own to restore.
 
-Every PPO trial trains with :class:`RlsweepPPOTorchLearner` (a trial whose ``training.clip_param`` is a
-schedule with its subclass), unless the spec sets ``learners.learner_class`` itself. Everything else is
-``PPOTorchLearner``'s.
+Every PPO trial trains with :class:`RlsweepPPOTorchLearner`, unless the spec sets ``learners.learner_class``
+itself; a trial whose ``training.clip_param`` is a schedule trains with its subclass, whatever the spec
+sets. Everything else is ``PPOTorchLearner``'s.
 """
 
 from __future__ import annotations

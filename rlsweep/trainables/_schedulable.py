@@ -33,7 +33,8 @@ _LR = "training.lr"
 #: (algorithms/impala/impala_learner.py:132), updated before each update (impala_learner.py:294-296).
 _ENTROPY = "training.entropy_coeff"
 #: PPO's ``clip_param``: RLlib keeps no scheduler for it; rlsweep's learner class evaluates the schedule
-#: before each update (trainables/_ppo_learner.py), plugged in only for a trial that schedules it.
+#: before each update (trainables/_ppo_learner.py: a subclass of rlsweep's PPO learner, for a trial that
+#: schedules it).
 _CLIP = "training.clip_param"
 
 #: Algorithm -> the settings (spec paths) RLlib takes a schedule for.

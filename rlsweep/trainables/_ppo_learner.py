@@ -4,9 +4,9 @@
 ``connectors/learner/general_advantage_estimation.py:148``) standardizes the advantages over every row of
 the batch, including the bootstrap row ``AddOneTsToEpisodesAndTruncate`` appends to each episode chunk, which
 the loss masks out (``Columns.LOSS_MASK``). That row's advantage is not a transition's: its TD residual
-reads the value of the next chunk's first observation, or 0 at the end of the batch (``-V(s)``, about -45 on
-CartPole with gamma 0.98). A few such rows shift the mean and inflate the standard deviation, so every real
-row's advantage comes out shrunk and offset (ray-project/ray#57989, open). Stable-Baselines3 standardizes
+reads the value of the next chunk's first observation, or 0 at the end of the batch (``-V(s)``, about -50
+on a trained CartPole critic with gamma 0.98). A few such rows shift the mean and inflate the standard
+deviation, so every real row's advantage comes out shrunk and offset (ray-project/ray#57989, open). Stable-Baselines3 standardizes
 over the real rows. :class:`StandardizeOverLossMask`, placed right after RLlib's piece, standardizes again
 over the rows the loss uses: standardizing is affine, so the result is what standardizing RLlib's raw
 advantages over those rows gives (except where the real rows' spread is below 1e-4 of all rows', when the

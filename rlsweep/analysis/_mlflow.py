@@ -285,6 +285,7 @@ def parent_run(
         "budget.env_steps": spec.budget.env_steps,
         "budget.trials": spec.budget.trials,
         "metric": f"{spec.metric.name} ({spec.metric.mode})",
+        "critic": spec.critic,
         **{f"config.{k}": v for k, v in spec.config.items()},
     }
     entities = param_entities(params)

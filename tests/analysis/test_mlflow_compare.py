@@ -83,6 +83,10 @@ def test_the_parent_run_says_what_was_searched_and_what_to_plot(exported):
     assert parent.data.tags["rlsweep.metric"] == "return_mean (max)"
     note = parent.data.tags["mlflow.note.content"]
     assert "`training.lr`" in note and "`return_mean`" in note and "Compare" in note
+    # The sweep's top-level settings are its params, the Q network's kind among them (SAC's `critic`).
+    params = parent.data.params
+    assert params["algorithm"] == "PPO" and params["budget.trials"] == str(TINY_SPEC["budget"]["trials"])
+    assert params["critic"] == "rllib"
 
 
 def test_exporting_again_adds_no_tag_or_param(exported):

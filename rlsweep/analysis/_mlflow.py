@@ -285,7 +285,8 @@ def parent_run(
         "budget.env_steps": spec.budget.env_steps,
         "budget.trials": spec.budget.trials,
         "metric": f"{spec.metric.name} ({spec.metric.mode})",
-        "critic": spec.critic,
+        # Which Q network SAC learns with (validate refuses any other critic than RLlib's elsewhere).
+        **({"critic": spec.critic} if spec.algorithm == "SAC" else {}),
         **{f"config.{k}": v for k, v in spec.config.items()},
     }
     entities = param_entities(params)

@@ -83,10 +83,23 @@ def test_the_parent_run_says_what_was_searched_and_what_to_plot(exported):
     assert parent.data.tags["rlsweep.metric"] == "return_mean (max)"
     note = parent.data.tags["mlflow.note.content"]
     assert "`training.lr`" in note and "`return_mean`" in note and "Compare" in note
-    # The sweep's top-level settings are its params, the Q network's kind among them (SAC's `critic`).
+    # The sweep's top-level settings are its params; `critic` says which Q network SAC learns with, so a
+    # PPO sweep has none.
     params = parent.data.params
     assert params["algorithm"] == "PPO" and params["budget.trials"] == str(TINY_SPEC["budget"]["trials"])
-    assert params["critic"] == "rllib"
+    assert "critic" not in params
+
+
+def test_a_sac_sweeps_parent_run_names_its_critic(tmp_path):
+    spec = {**TINY_SPEC, "algorithm": "SAC", "env": "Pendulum-v1", "critic": "concat",
+            "search_space": {"training.actor_lr": {"loguniform": [1e-4, 1e-3]}}}
+    root = new_experiment(tmp_path / "exp", spec)
+    write_trial(root, "t0", [1.0, 2.0], config={"training.actor_lr": 3e-4}, done=True)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    load(root).to_mlflow(tracking_uri=uri, experiment="sac")
+    client = MlflowClient(tracking_uri=uri)
+    (parent,) = client.search_runs([client.get_experiment_by_name("sac").experiment_id], "tags.`rlsweep.kind` = 'sweep'")
+    assert parent.data.params["critic"] == "concat" and parent.data.params["algorithm"] == "SAC"
 
 
 def test_exporting_again_adds_no_tag_or_param(exported):

@@ -11,10 +11,11 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
 
 from rlsweep.spec import parse_spec
 from rlsweep.trainables._config import build_config
-from rlsweep.trainables._ppo_learner import RlsweepPPOTorchLearner, StandardizeOverLossMask
+from rlsweep.trainables._ppo_learner import RlsweepPPOTorchLearner, StandardizedPPOTorchLearner, StandardizeOverLossMask
 
 OBS = gym.spaces.Box(-5.0, 5.0, (4,), np.float32)
 ACT = gym.spaces.Discrete(2)
@@ -27,7 +28,9 @@ def chunk(length: int, *, terminated: bool, seed: int) -> SingleAgentEpisode:
         observations=[rng.normal(size=4).astype(np.float32) for _ in range(length + 1)],
         actions=[int(a) for a in rng.integers(2, size=length)],
         rewards=[1.0] * length,
-        extra_model_outputs={Columns.ACTION_LOGP: [float(v) for v in rng.normal(-0.7, 0.05, size=length)]},
+        extra_model_outputs={Columns.ACTION_LOGP: [float(v) for v in rng.normal(-0.7, 0.05, size=length)],
+                             Columns.ACTION_DIST_INPUTS: list(rng.normal(0.0, 0.1, size=(length, 2)).astype(np.float32)),
+                             WEIGHTS_SEQ_NO: [0] * length},  # the env runner's weights, one update behind
         terminated=terminated,
         observation_space=OBS,
         action_space=ACT,
@@ -41,9 +44,9 @@ def chunk(length: int, *, terminated: bool, seed: int) -> SingleAgentEpisode:
 CHUNKS = [(32, False)] * 8
 
 
-def learner_for(learner_class=None):
+def learner_for(learner_class=None, **config):
     doc = {"algorithm": "PPO", "env": "CartPole-v1", "budget": {"env_steps": 10_000}, "mlflow": None,
-           "config": {"training.gamma": 0.98, "training.lambda_": 0.8}}
+           "config": {"training.gamma": 0.98, "training.lambda_": 0.8, **config}}
     if learner_class is not None:
         doc["config"]["learners.learner_class"] = learner_class
     config = build_config(parse_spec(doc)[0], {})
@@ -110,3 +113,39 @@ def test_the_piece_standardizes_each_module_over_its_mask_and_passes_the_rest(as
     np.testing.assert_array_equal(np.asarray(out["no_mask"][Postprocessing.ADVANTAGES]), adv)
     # All equal: RLlib's floor under the deviation (1e-4), not a division by zero.
     np.testing.assert_array_equal(np.asarray(out["flat"][Postprocessing.ADVANTAGES]), np.zeros(3, np.float32))
+
+
+def updated(learner, *, corrupt: bool) -> tuple[dict[str, torch.Tensor], dict]:
+    """The weights and the reported learner metrics after two updates of 3 epochs in minibatches of 48 rows
+    (five of the 264 rows: minibatches straddle the passes and the shuffles), on the same chunks and draws."""
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    if corrupt:  # a weight gone non-finite: the gradients come out nan, for RLlib's handling of them
+        with torch.no_grad():
+            learner.module["default_policy"].pi.net.mlp[0].weight[0, 0] = float("nan")
+    episodes = [chunk(n, terminated=t, seed=i) for i, (n, t) in enumerate(CHUNKS[:6] + [(8, True), (24, False)])]
+    for step in range(2):
+        np.random.seed(step)
+        results = learner.update(episodes=copy.deepcopy(episodes), num_epochs=3, minibatch_size=48,
+                                 shuffle_batch_per_epoch=True, timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 256 * (step + 1)})
+    reported = {key: stats.peek() for key, stats in results["default_policy"].items() if "throughput" not in key}
+    return learner.module["default_policy"].state_dict(), reported
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_the_lean_update_learns_and_reports_what_rllibs_update_does(corrupt):
+    # RLlib's update against rlsweep's lean one, from the same weights (learner_for seeds them), with a gradient
+    # norm to clip and to report: bit for bit the same weights, and the same learner metrics.
+    reference = updated(learner_for(StandardizedPPOTorchLearner, **{"training.grad_clip": 0.5})[1], corrupt=corrupt)
+    config, ours = learner_for(**{"training.grad_clip": 0.5})
+    assert config.learner_class is RlsweepPPOTorchLearner
+    got = updated(ours, corrupt=corrupt)
+    for name, value in reference[0].items():
+        torch.testing.assert_close(got[0][name], value, rtol=0, atol=0, equal_nan=True, msg=name)
+    assert got[1].keys() == reference[1].keys()
+    for key, value in reference[1].items():
+        np.testing.assert_array_equal(got[1][key], value, err_msg=key)
+    for snapshot in ("gradients_default_optimizer_global_norm", "mean_kl_loss", "diff_num_grad_updates_vs_sampler_policy"):
+        assert snapshot in got[1], snapshot
+    assert ours.module["default_policy"].training
+    assert np.isnan(got[1]["total_loss"]) == corrupt

@@ -94,6 +94,56 @@ def tap_log_time(logger: Any, on_block: Callable[[Any, Any], Any]) -> None:
     logger.log_time = log_time
 
 
+
+# The lean update (``rlsweep.trainables._lean_update.LeanTorchUpdate``) overrides two of Ray 2.60's private
+# learner methods, ``Learner._create_iterator_if_necessary`` (keyword arguments only; returns an iterable of
+# ``MultiAgentBatch`` or ``{}``) and ``TorchLearner._uncompiled_update(batch)`` (returns ``(fwd_out,
+# loss_per_module, {})``; ``_update`` calls it through ``_possibly_compiled_update``), and reads the rest
+# through the functions below. Why: RLlib's update spends about as much Python around each minibatch as the
+# torch work (benchmarks/step_cost.py), and these are the only seams between its loop and its loss.
+
+
+def cyclic_minibatch_settings(iterator: Any) -> tuple[Any, int, int, bool, int]:
+    """``(batch, minibatch_size, num_epochs, shuffle_batch_per_epoch, num_total_minibatches)`` of an RLlib
+    ``MiniBatchCyclicIterator``. Ray 2.60: its ``_batch``, ``_minibatch_size``, ``_num_epochs``,
+    ``_shuffle_batch_per_epoch`` and ``_num_total_minibatches``. Why: the lean update makes the same
+    minibatches from the batch's tensors."""
+    return (iterator._batch, iterator._minibatch_size, iterator._num_epochs, iterator._shuffle_batch_per_epoch,
+            iterator._num_total_minibatches)
+
+
+def learner_update_is_plain(learner: Any) -> bool:
+    """Whether a torch learner steps its optimizers plainly: no gradient scalers, no torch learning-rate
+    scheduler classes. Ray 2.60: ``TorchLearner._grad_scalers``, ``TorchLearner._lr_scheduler_classes``
+    (``apply_gradients`` builds the schedulers lazily and steps through the scalers)."""
+    return learner._grad_scalers is None and learner._lr_scheduler_classes is None
+
+
+def learner_optimizers(learner: Any) -> dict[Any, list[Any]]:
+    """module id -> its optimizers, in the order ``TorchLearner.apply_gradients`` steps them. Ray 2.60:
+    ``Learner._module_optimizers`` (module id -> optimizer names) and ``get_optimizer``."""
+    return {module_id: [learner.get_optimizer(module_id, name) for name in names]
+            for module_id, names in learner._module_optimizers.items()}
+
+
+def set_gradients(learner: Any, gradients: dict[Any, Any]) -> None:
+    """Hand each parameter its gradient, as ``TorchLearner.apply_gradients`` does for finite ones. Ray 2.60:
+    ``Learner._params`` (parameter id -> parameter)."""
+    for pid, gradient in gradients.items():
+        learner._params[pid].grad = gradient
+
+
+def log_off_policyness(learner: Any, batch: dict[str, Any]) -> None:
+    """Log how many updates a minibatch's rows are behind the weights. Ray 2.60:
+    ``TorchLearner._compute_off_policyness``, which ``_uncompiled_update`` calls for every minibatch."""
+    learner._compute_off_policyness(batch)
+
+
+def module_forward_train(module: Any, batch: dict[str, Any]) -> Any:
+    """A single module's training forward pass without ``TorchRLModule.forward_train``'s ``self.train()``
+    on every call. Ray 2.60: ``RLModule._forward_train``, the method a module overrides."""
+    return module._forward_train(batch)
+
 # --- RLlib connectors ----------------------------------------------------------------------------------
 
 

@@ -115,9 +115,10 @@ def test_the_piece_standardizes_each_module_over_its_mask_and_passes_the_rest(as
     np.testing.assert_array_equal(np.asarray(out["flat"][Postprocessing.ADVANTAGES]), np.zeros(3, np.float32))
 
 
-def updated(learner, *, corrupt: bool) -> tuple[dict[str, torch.Tensor], dict]:
-    """The weights and the reported learner metrics after two updates of 3 epochs in minibatches of 48 rows
-    (five of the 264 rows: minibatches straddle the passes and the shuffles), on the same chunks and draws."""
+def updated(learner, *, corrupt: bool = False, minibatch: int = 48, shuffle: bool = True) -> tuple[dict[str, torch.Tensor], dict]:
+    """The weights and the reported learner metrics after two updates of 3 epochs over 232 rows (224 env steps
+    and a bootstrap row per chunk), on the same chunks and draws. Minibatches of 48 straddle the passes and
+    the reshuffles; 58 end exactly where a pass does."""
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
     if corrupt:  # a weight gone non-finite: the gradients come out nan, for RLlib's handling of them
@@ -126,20 +127,38 @@ def updated(learner, *, corrupt: bool) -> tuple[dict[str, torch.Tensor], dict]:
     episodes = [chunk(n, terminated=t, seed=i) for i, (n, t) in enumerate(CHUNKS[:6] + [(8, True), (24, False)])]
     for step in range(2):
         np.random.seed(step)
-        results = learner.update(episodes=copy.deepcopy(episodes), num_epochs=3, minibatch_size=48,
-                                 shuffle_batch_per_epoch=True, timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 256 * (step + 1)})
+        results = learner.update(episodes=copy.deepcopy(episodes), num_epochs=3, minibatch_size=minibatch,
+                                 shuffle_batch_per_epoch=shuffle, timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 256 * (step + 1)})
     reported = {key: stats.peek() for key, stats in results["default_policy"].items() if "throughput" not in key}
     return learner.module["default_policy"].state_dict(), reported
 
 
-@pytest.mark.parametrize("corrupt", [False, True])
-def test_the_lean_update_learns_and_reports_what_rllibs_update_does(corrupt):
+@pytest.mark.parametrize(("case", "config", "run"), [
+    ("straddling", {}, {}),
+    ("a weight gone nan", {}, {"corrupt": True}),
+    ("at the pass boundary, unshuffled", {}, {"minibatch": 58, "shuffle": False}),
+    ("an lr schedule, held as a tensor", {"training.lr": {"schedule": "linear", "from": 1e-3, "to": 0.0}}, {}),
+])
+def test_the_lean_update_learns_and_reports_what_rllibs_update_does(case, config, run, monkeypatch):
+    from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+
+    from rlsweep.trainables import _lean_update
+
     # RLlib's update against rlsweep's lean one, from the same weights (learner_for seeds them), with a gradient
     # norm to clip and to report: bit for bit the same weights, and the same learner metrics.
-    reference = updated(learner_for(StandardizedPPOTorchLearner, **{"training.grad_clip": 0.5})[1], corrupt=corrupt)
-    config, ours = learner_for(**{"training.grad_clip": 0.5})
-    assert config.learner_class is RlsweepPPOTorchLearner
-    got = updated(ours, corrupt=corrupt)
+    config = {"training.grad_clip": 0.5, **config}
+    reference = updated(learner_for(StandardizedPPOTorchLearner, **config)[1], **run)
+    learner_config, ours = learner_for(**config)
+    assert learner_config.learner_class is RlsweepPPOTorchLearner
+    # The lean path runs: its minibatches, and RLlib's gradient handling only for a non-finite gradient.
+    made, handed = [], []
+    minibatches = _lean_update.CyclicMinibatches.__iter__
+    monkeypatch.setattr(_lean_update.CyclicMinibatches, "__iter__", lambda self: (made.append(1), minibatches(self))[1])
+    rllibs = TorchLearner.apply_gradients
+    monkeypatch.setattr(TorchLearner, "apply_gradients", lambda self, grads: (handed.append(1), rllibs(self, grads))[1])
+    got = updated(ours, **run)
+    assert len(made) == 2
+    assert bool(handed) == run.get("corrupt", False)
     for name, value in reference[0].items():
         torch.testing.assert_close(got[0][name], value, rtol=0, atol=0, equal_nan=True, msg=name)
     assert got[1].keys() == reference[1].keys()
@@ -148,4 +167,4 @@ def test_the_lean_update_learns_and_reports_what_rllibs_update_does(corrupt):
     for snapshot in ("gradients_default_optimizer_global_norm", "mean_kl_loss", "diff_num_grad_updates_vs_sampler_policy"):
         assert snapshot in got[1], snapshot
     assert ours.module["default_policy"].training
-    assert np.isnan(got[1]["total_loss"]) == corrupt
+    assert np.isnan(got[1]["total_loss"]) == run.get("corrupt", False)

@@ -94,7 +94,6 @@ def tap_log_time(logger: Any, on_block: Callable[[Any, Any], Any]) -> None:
     logger.log_time = log_time
 
 
-
 # The lean update (``rlsweep.trainables._lean_update.LeanTorchUpdate``) overrides two of Ray 2.60's private
 # learner methods, ``Learner._create_iterator_if_necessary`` (keyword arguments only; returns an iterable of
 # ``MultiAgentBatch`` or ``{}``) and ``TorchLearner._uncompiled_update(batch)`` (returns ``(fwd_out,
@@ -143,6 +142,7 @@ def module_forward_train(module: Any, batch: dict[str, Any]) -> Any:
     """A single module's training forward pass without ``TorchRLModule.forward_train``'s ``self.train()``
     on every call. Ray 2.60: ``RLModule._forward_train``, the method a module overrides."""
     return module._forward_train(batch)
+
 
 # --- RLlib connectors ----------------------------------------------------------------------------------
 

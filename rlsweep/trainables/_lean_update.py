@@ -64,9 +64,8 @@ class CyclicMinibatches:
     """RLlib's ``MiniBatchCyclicIterator`` over a batch of flat tensors: the same minibatches in the same
     order (cycling through each module's rows, reshuffled with ``np.random.permutation`` each time a pass
     ends, as ``SampleBatch.shuffle`` does), sliced from the tensors rather than through ``SampleBatch`` slices.
-    A minibatch within one pass is a view of the batch's tensors where RLlib's concatenation copies them: the
-    only losses that run on it are PPO's (RLlib's and rlsweep's subclasses; a spec's own ``learner_class``
-    trains without the lean update), which do not write into their batch."""
+    Each minibatch's columns are copies, as RLlib's concatenation makes them, so a module that writes into
+    its batch changes no later minibatch."""
 
     def __init__(self, iterator: MiniBatchCyclicIterator) -> None:
         batch, self._minibatch_size, self._num_epochs, self._shuffle, self._num_total_minibatches = (
@@ -108,8 +107,7 @@ class CyclicMinibatches:
                 end = first + wanted
                 if end > first:
                     pieces.append({name: column[first:end] for name, column in columns.items()})
-                rows = pieces[0] if len(pieces) == 1 else {name: torch.cat([piece[name] for piece in pieces]) for name in columns}
-                minibatch[mid] = SampleBatch(rows)
+                minibatch[mid] = SampleBatch({name: torch.cat([piece[name] for piece in pieces]) for name in columns})
                 start[mid] = end
             yield MultiAgentBatch(minibatch, self._env_steps)
             yielded += 1
@@ -117,7 +115,9 @@ class CyclicMinibatches:
 
 class MarkingLast:
     """An iterator's minibatches, one ahead: ``on_next(is_last)`` is called before each is handed out, and
-    with ``True`` once the iteration ends, however it ends."""
+    with ``True`` once the iteration ends, however it ends. Reading ahead draws a pass's reshuffle one
+    minibatch update earlier than RLlib does: the same permutation, unless a module or loss draws from
+    numpy's global generator itself (PPO's do not)."""
 
     def __init__(self, minibatches: Any, on_next: Callable[[bool], None]) -> None:
         self._minibatches = minibatches
@@ -162,13 +162,6 @@ class LeanTorchUpdate:
 
     def _note_last(self, is_last: bool) -> None:
         self._last_minibatch = is_last
-
-    def configure_optimizers_for_module(self, module_id: Any, config: Any = None) -> None:
-        """RLlib's optimizers, Adam stepping over all tensors at once where the update is lean."""
-        super().configure_optimizers_for_module(module_id=module_id, config=config)
-        if self._lean():
-            for optimizer in _compat.learner_optimizers(self).get(module_id, ()):
-                _use_foreach(optimizer)
 
     def _create_iterator_if_necessary(self, **kwargs: Any) -> Any:
         minibatches = super()._create_iterator_if_necessary(**kwargs)

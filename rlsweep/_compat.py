@@ -159,6 +159,29 @@ def evaluation_env_to_module_connector(factory: Callable[..., Any]) -> dict[str,
     return {"_env_to_module_connector": factory}
 
 
+# --- RLlib episodes ------------------------------------------------------------------------------------
+
+
+def lookback_buffer(data: Any, lookback: int) -> Any:
+    """``InfiniteLookbackBuffer(data, lookback=lookback)`` (no space), equal to it (``==``), without its
+    space setter. Ray 2.60: ``InfiniteLookbackBuffer.__init__`` sets ``data``, ``lookback`` (at most
+    ``len(data)``), ``finalized`` (data not a list) and, through the ``space`` setter, ``_space`` and
+    ``_space_struct`` (``get_base_struct_from_space(None)`` is None).
+
+    Why: a sampled SAC batch has two of these per transition (``n_step``, ``weights``), which RLlib's
+    learner reads for their keys only; the setter's struct conversion took most of their cost.
+    """
+    from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+
+    made = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
+    made.data = data
+    made.lookback = min(lookback, len(data))
+    made.finalized = not isinstance(data, list)
+    made._space = None
+    made._space_struct = None
+    return made
+
+
 # --- Tune sessions -------------------------------------------------------------------------------------
 
 

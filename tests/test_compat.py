@@ -37,3 +37,15 @@ def test_the_lean_json_logger_forgets_a_trial_once_it_ended_and_pickles_by_refer
     assert type(pickle.loads(pickle.dumps(logger))).__name__ == "LeanJsonLoggerCallback"
     tracker = _compat.forget_finished_trials_class()("return_mean")
     assert pickle.loads(pickle.dumps(tracker)).metric == "return_mean"
+
+
+def test_a_lookback_buffer_made_without_the_space_setter_equals_rllibs():
+    import numpy as np
+    from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+
+    from rlsweep import _compat
+
+    for data, lookback in ((np.full((2,), 3), 1), (np.ones((1,)), 0), (np.arange(3.0), 4), ([1.0, 2.0], 1)):
+        made, rllibs = _compat.lookback_buffer(data, lookback), InfiniteLookbackBuffer(data, lookback=lookback)
+        assert made == rllibs and vars(made) == vars(rllibs), (data, lookback)
+        assert made.get(-1) == rllibs.get(-1) and len(made) == len(rllibs)

@@ -99,6 +99,31 @@ def test_same_batch_as_rllibs_uniform_buffer_for_the_same_generator(lengths, n_s
     assert fast.get_metrics() == reference.get_metrics()
 
 
+def test_a_sampled_transition_pickled_or_copied_is_rllibs_episode():
+    """Sent to a remote learner or copied, a sampled transition is a plain SingleAgentEpisode, built as RLlib's
+    buffer builds it: not the stored episode it was read from."""
+    import pickle
+
+    stored = episodes([6, 9])
+    reference = fill(EpisodeReplayBuffer(capacity=100), copy.deepcopy(stored))
+    reference.rng = np.random.default_rng(3)
+    expected = rows(reference.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True))
+    for turn in (lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy, copy.copy):
+        fast = fill(FastEpisodeReplayBuffer(capacity=100, seed=3), copy.deepcopy(stored))
+        sampled = fast.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True)
+        assert not any(e.is_built for e in sampled)
+        assert [len(e) for e in sampled] == [1] * 12 and not any(e.is_built for e in sampled)
+        turned = [turn(e) for e in sampled]
+        assert {type(e) for e in turned} == {SingleAgentEpisode}
+        assert rows(turned) == expected
+        assert pickle.dumps(turned[0]).count(b"SingleAgentEpisode") == 1 and len(pickle.dumps(turned[0])) < 4000
+    # Set before anything looked into it (as RLlib renames the episodes it reads): it stays set.
+    fast = fill(FastEpisodeReplayBuffer(capacity=100, seed=3), copy.deepcopy(stored))
+    renamed = fast.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True)[1]
+    renamed.id_ = "renamed"
+    assert renamed.get_observations(0).tolist() == expected[1][3] and renamed.id_ == "renamed"
+
+
 def test_draws_transitions_uniformly_over_stored_env_steps():
     # Two episodes of 10 and 30 steps: a uniform draw over env steps picks the long one 3 times as often.
     fast = fill(FastEpisodeReplayBuffer(capacity=1000, seed=7), [10, 30])
@@ -193,6 +218,8 @@ def test_learner_trains_on_rllibs_batch_with_the_buffers_columns(algorithm, n_st
         assert metrics.peek(("__all_modules__", "replay_columns_rows"), default=0) == (64 if n_step == 1 else 0)
         for column, tensor in expected.items():
             assert got[column].dtype == tensor.dtype and torch.equal(got[column], tensor), column
+        if n_step == 1:  # RLlib's pieces read the columns, not the episodes: at most one was built (its module id)
+            assert sum(e.is_built for e in handed) <= 1
         # RLlib's AddObservationsFromEpisodesToBatch renames each episode it reads ("<id>_<i>"): with the
         # columns in hand it read none.
         assert any("_" in e.id_ for e in plain)

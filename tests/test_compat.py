@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 
@@ -46,6 +47,9 @@ def test_a_lookback_buffer_made_without_the_space_setter_equals_rllibs():
     from rlsweep import _compat
 
     for data, lookback in ((np.full((2,), 3), 1), (np.ones((1,)), 0), (np.arange(3.0), 4), ([1.0, 2.0], 1)):
-        made, rllibs = _compat.lookback_buffer(data, lookback), InfiniteLookbackBuffer(data, lookback=lookback)
-        assert made == rllibs and vars(made) == vars(rllibs), (data, lookback)
+        made = _compat.lookback_buffer(copy.copy(data), lookback)
+        rllibs = InfiniteLookbackBuffer(copy.copy(data), lookback=lookback)
+        assert made == rllibs and list(vars(made)) == list(vars(rllibs)), (data, lookback)
+        for name, value in vars(rllibs).items():
+            assert type(vars(made)[name]) is type(value) and np.array_equal(vars(made)[name], value), name
         assert made.get(-1) == rllibs.get(-1) and len(made) == len(rllibs)

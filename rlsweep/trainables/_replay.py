@@ -57,13 +57,17 @@ class SampledTransitions(list):  # type: ignore[type-arg]
 class Transition(SingleAgentEpisode):
     """A sampled 1-step ``SingleAgentEpisode`` (RLlib's ``EpisodeReplayBuffer`` samples these), built by
     RLlib's constructor the first time anything looks into it beyond ``len()`` and ``extra_model_outputs``:
-    that is all RLlib's learner asks of a sampled episode whose columns the batch already has. Building 256
-    of them took most of a SAC batch's sampling (5.9 of 8.4 ms). Pickled or copied, it is built first and
-    becomes a plain ``SingleAgentEpisode``.
+    that is all RLlib's learner asks of a sampled episode whose columns the batch already has (rlsweep's
+    :class:`TransitionColumns` builds the first, for its module id). Building the 256 of a SAC batch took most of
+    its sampling. Pickled or copied, it is built first and becomes a plain ``SingleAgentEpisode``.
 
-    The stored episode's values at ``ts`` that are not passed in (its infos, ids and spaces) are read when it is
-    built: RLlib's buffer only appends to a stored episode, and drops an evicted one without changing it.
+    Its observations, action, reward and flags are read when it is sampled; the stored episode's ids, spaces and
+    infos when it is built. RLlib's SAC and DQN add to the buffer only before they sample, and drop the sampled
+    list after the update; a stored episode's ids and spaces never change, and a later chunk of it replaces only
+    its last info, with the chunk's copy of it.
     """
+
+    __slots__ = ("_unbuilt",)
 
     def __init__(
         self, episode: SingleAgentEpisode, ts: int, observation: Any, next_observation: Any, action: Any,
@@ -77,37 +81,51 @@ class Transition(SingleAgentEpisode):
             "weights": _compat.lookback_buffer(np.ones((1 + lookback,)), lookback),
         })
 
+    def _pending(self) -> tuple[Any, ...] | None:
+        """What it is built from, until it is built."""
+        try:
+            return object.__getattribute__(self, "_unbuilt")  # type: ignore[no-any-return]
+        except AttributeError:
+            return None
+
     def _build(self) -> None:
-        unbuilt = self.__dict__.pop("_unbuilt", None)
+        unbuilt = self._pending()
         if unbuilt is None:
             return
+        object.__delattr__(self, "_unbuilt")
         episode, ts, observation, next_observation, action, reward, terminated, truncated = unbuilt
-        added = self.extra_model_outputs
-        SingleAgentEpisode.__init__(
-            self,
-            id_=episode.id_,
-            agent_id=episode.agent_id,
-            module_id=episode.module_id,
-            observation_space=episode.observation_space,
-            action_space=episode.action_space,
-            observations=[observation, next_observation],
-            actions=[action],
-            rewards=[reward],
-            infos=[episode.get_infos(ts), episode.get_infos(ts + 1)],
-            terminated=terminated,
-            truncated=truncated,
-            t_started=ts,
-            len_lookback_buffer=0,
-        )
-        self.extra_model_outputs.update(added)
+        added = object.__getattribute__(self, "extra_model_outputs")
+        try:
+            SingleAgentEpisode.__init__(
+                self,
+                id_=episode.id_,
+                agent_id=episode.agent_id,
+                module_id=episode.module_id,
+                observation_space=episode.observation_space,
+                action_space=episode.action_space,
+                observations=[observation, next_observation],
+                actions=[action],
+                rewards=[reward],
+                infos=[episode.get_infos(ts), episode.get_infos(ts + 1)],
+                terminated=terminated,
+                truncated=truncated,
+                t_started=ts,
+                len_lookback_buffer=0,
+            )
+        except BaseException:  # unbuilt as it was: the next look tries again, and raises again
+            object.__setattr__(self, "_unbuilt", unbuilt)
+            object.__setattr__(self, "extra_model_outputs", added)
+            raise
+        # The same dict (the constructor was given no extra outputs): whoever read it before still holds it.
+        object.__setattr__(self, "extra_model_outputs", added)
 
     @property
     def is_built(self) -> bool:
         """Whether RLlib's constructor has built it (something looked into it)."""
-        return "_unbuilt" not in self.__dict__
+        return self._pending() is None
 
-    def __getattr__(self, name: str) -> Any:
-        if "_unbuilt" in self.__dict__:
+    def __getattr__(self, name: str) -> Any:  # only for what is not set yet
+        if name != "_unbuilt" and self._pending() is not None:
             self._build()
             return getattr(self, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -117,11 +135,11 @@ class Transition(SingleAgentEpisode):
         super().__setattr__(name, value)
 
     def __len__(self) -> int:
-        return 1 if "_unbuilt" in self.__dict__ else super().__len__()
+        return 1 if self._pending() is not None else super().__len__()
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         self._build()
-        return _plain_episode, ({name: getattr(self, name) for name in SingleAgentEpisode.__slots__ if hasattr(self, name)},)
+        return _plain_episode, ({name: getattr(self, name) for name in SingleAgentEpisode.__slots__},)
 
 
 def _plain_episode(slots: dict[str, Any]) -> SingleAgentEpisode:

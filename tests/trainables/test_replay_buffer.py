@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
 
@@ -99,29 +100,85 @@ def test_same_batch_as_rllibs_uniform_buffer_for_the_same_generator(lengths, n_s
     assert fast.get_metrics() == reference.get_metrics()
 
 
+def slots(e: SingleAgentEpisode) -> dict:
+    """Every slot of an episode, arrays and lookback buffers as plain values (type, dtype and all)."""
+
+    def plain(v):
+        if isinstance(v, InfiniteLookbackBuffer):
+            return ("buffer", plain(v.data), v.lookback, v.finalized, v.space)
+        if isinstance(v, (np.ndarray, np.generic)):
+            return (type(v).__name__, v.dtype.str, v.tolist())
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return {name: plain(getattr(e, name)) for name in SingleAgentEpisode.__slots__}
+
+
 def test_a_sampled_transition_pickled_or_copied_is_rllibs_episode():
-    """Sent to a remote learner or copied, a sampled transition is a plain SingleAgentEpisode, built as RLlib's
-    buffer builds it: not the stored episode it was read from."""
+    """Sent to a remote learner or copied, a sampled transition is a plain SingleAgentEpisode, slot for slot the
+    one RLlib's buffer samples: not the stored episode it was read from."""
     import pickle
 
     stored = episodes([6, 9])
     reference = fill(EpisodeReplayBuffer(capacity=100), copy.deepcopy(stored))
     reference.rng = np.random.default_rng(3)
-    expected = rows(reference.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True))
+    expected = [slots(e) for e in reference.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True)]
     for turn in (lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy, copy.copy):
         fast = fill(FastEpisodeReplayBuffer(capacity=100, seed=3), copy.deepcopy(stored))
         sampled = fast.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True)
-        assert not any(e.is_built for e in sampled)
         assert [len(e) for e in sampled] == [1] * 12 and not any(e.is_built for e in sampled)
         turned = [turn(e) for e in sampled]
         assert {type(e) for e in turned} == {SingleAgentEpisode}
-        assert rows(turned) == expected
-        assert pickle.dumps(turned[0]).count(b"SingleAgentEpisode") == 1 and len(pickle.dumps(turned[0])) < 4000
+        assert [slots(e) for e in turned] == expected
     # Set before anything looked into it (as RLlib renames the episodes it reads): it stays set.
     fast = fill(FastEpisodeReplayBuffer(capacity=100, seed=3), copy.deepcopy(stored))
     renamed = fast.sample(num_items=12, n_step=1, gamma=0.9, sample_episodes=True)[1]
     renamed.id_ = "renamed"
-    assert renamed.get_observations(0).tolist() == expected[1][3] and renamed.id_ == "renamed"
+    assert renamed.get_observations(0).tolist() == expected[1]["observations"][1][0][2] and renamed.id_ == "renamed"
+
+
+def test_a_transition_built_after_its_episode_grew_holds_what_was_sampled():
+    """The env runner hands an ongoing episode over in chunks; the buffer joins a later chunk onto the stored
+    episode (replacing its last info). A transition sampled before and built after is the one sampled."""
+    rng = np.random.default_rng(4)
+    first = SingleAgentEpisode(
+        observations=[rng.normal(size=3).astype(np.float32) for _ in range(4)],
+        actions=[rng.normal(size=1).astype(np.float32) for _ in range(3)],
+        rewards=[0.5, 1.5, 2.5], infos=[{"t": t} for t in range(4)], observation_space=OBS, action_space=ACT,
+        len_lookback_buffer=0,
+    )
+    later = first.cut()
+    for t in range(4, 7):
+        later.add_env_step(rng.normal(size=3).astype(np.float32), rng.normal(size=1).astype(np.float32), float(t),
+                           infos={"t": t, "later": True})
+    first.to_numpy()
+    later.to_numpy()
+    reference = fill(EpisodeReplayBuffer(capacity=100), [copy.deepcopy(first)])
+    reference.rng = np.random.default_rng(6)
+    expected = [slots(e) for e in reference.sample(num_items=10, n_step=1, gamma=0.9, sample_episodes=True)]
+    fast = fill(FastEpisodeReplayBuffer(capacity=100, seed=6), [copy.deepcopy(first)])
+    sampled = fast.sample(num_items=10, n_step=1, gamma=0.9, sample_episodes=True)
+    fast.add([copy.deepcopy(later)])
+    assert len(fast.episodes) == 1 and len(fast.episodes[0]) == 6  # joined onto the stored episode
+    assert not any(e.is_built for e in sampled)
+    assert [slots(e) for e in sampled] == expected
+
+
+def test_a_transition_whose_build_fails_stays_unbuilt_and_keeps_its_extra_outputs():
+    stored = episodes([5])
+    fast = fill(FastEpisodeReplayBuffer(capacity=100, seed=1), copy.deepcopy(stored))
+    transition = fast.sample(num_items=1, n_step=1, sample_episodes=True)[0]
+    outputs = transition.extra_model_outputs
+    infos, fast.episodes[0].infos = fast.episodes[0].infos, None  # the stored episode broken under it
+    with pytest.raises(AttributeError):
+        transition.get_observations(0)
+    assert not transition.is_built and transition.extra_model_outputs is outputs and list(outputs) == ["n_step", "weights"]
+    fast.episodes[0].infos = infos
+    assert transition.get_observations(0).tolist() == stored[0].get_observations(transition.t_started).tolist()
+    assert transition.is_built and transition.extra_model_outputs is outputs and list(outputs) == ["n_step", "weights"]
 
 
 def test_draws_transitions_uniformly_over_stored_env_steps():

@@ -54,6 +54,28 @@ class SampledTransitions(list):  # type: ignore[type-arg]
     columns: dict[str, np.ndarray]
 
 
+def _one_step(
+    episode: SingleAgentEpisode, ts: int, observation: Any, next_observation: Any, action: Any, reward: Any,
+    terminated: bool, truncated: bool,
+) -> dict[str, Any]:
+    """RLlib's ``SingleAgentEpisode`` arguments for the 1-step episode RLlib's buffer samples at ``ts``."""
+    return {
+        "id_": episode.id_,
+        "agent_id": episode.agent_id,
+        "module_id": episode.module_id,
+        "observation_space": episode.observation_space,
+        "action_space": episode.action_space,
+        "observations": [observation, next_observation],
+        "actions": [action],
+        "rewards": [reward],
+        "infos": [episode.get_infos(ts), episode.get_infos(ts + 1)],
+        "terminated": terminated,
+        "truncated": truncated,
+        "t_started": ts,
+        "len_lookback_buffer": 0,
+    }
+
+
 class Transition(SingleAgentEpisode):
     """A sampled 1-step ``SingleAgentEpisode`` (RLlib's ``EpisodeReplayBuffer`` samples these), built by
     RLlib's constructor the first time anything looks into it beyond ``len()`` and ``extra_model_outputs``:
@@ -93,25 +115,9 @@ class Transition(SingleAgentEpisode):
         if unbuilt is None:
             return
         object.__delattr__(self, "_unbuilt")
-        episode, ts, observation, next_observation, action, reward, terminated, truncated = unbuilt
         added = object.__getattribute__(self, "extra_model_outputs")
         try:
-            SingleAgentEpisode.__init__(
-                self,
-                id_=episode.id_,
-                agent_id=episode.agent_id,
-                module_id=episode.module_id,
-                observation_space=episode.observation_space,
-                action_space=episode.action_space,
-                observations=[observation, next_observation],
-                actions=[action],
-                rewards=[reward],
-                infos=[episode.get_infos(ts), episode.get_infos(ts + 1)],
-                terminated=terminated,
-                truncated=truncated,
-                t_started=ts,
-                len_lookback_buffer=0,
-            )
+            SingleAgentEpisode.__init__(self, **_one_step(*unbuilt))
         except BaseException:  # unbuilt as it was: the next look tries again, and raises again
             object.__setattr__(self, "_unbuilt", unbuilt)
             object.__setattr__(self, "extra_model_outputs", added)
@@ -233,20 +239,8 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
             terminated, truncated = episode.is_terminated and at_end, episode.is_truncated and at_end
             if include_extra_model_outputs:  # RLlib's constructor, as RLlib's buffer calls it
                 transition = SingleAgentEpisode(
-                    id_=episode.id_,
-                    agent_id=episode.agent_id,
-                    module_id=episode.module_id,
-                    observation_space=episode.observation_space,
-                    action_space=episode.action_space,
-                    observations=[observation, next_observation],
-                    actions=[action],
-                    rewards=[reward],
-                    infos=[episode.get_infos(ts), episode.get_infos(stop)],
-                    terminated=terminated,
-                    truncated=truncated,
+                    **_one_step(episode, ts, observation, next_observation, action, reward, terminated, truncated),
                     extra_model_outputs={k: [episode.get_extra_model_outputs(k, 0)] for k in episode.extra_model_outputs},
-                    t_started=ts,
-                    len_lookback_buffer=0,
                 )
                 transition.extra_model_outputs["n_step"] = InfiniteLookbackBuffer(n_step_column.copy(), lookback=lookback)
                 transition.extra_model_outputs["weights"] = InfiniteLookbackBuffer(

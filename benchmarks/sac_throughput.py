@@ -9,7 +9,9 @@ Prints env steps per second over the steps after learning starts, and with ``--p
 (``prioritized``); RLlib's uniform ``EpisodeReplayBuffer`` with RLlib's learner connectors (``uniform``);
 rlsweep's ``FastEpisodeReplayBuffer`` with RLlib's learner connectors (``sampler``); or a uniform buffer as
 rlsweep builds it for a trial, the fast buffer handing the learner its columns (``fast``). A ``+concat``
-suffix (``uniform+concat``) also sets the spec's ``critic: concat`` (Stable-Baselines3's Q network). With
+suffix (``uniform+concat``) also sets the spec's ``critic: concat`` (Stable-Baselines3's Q network), and a
+``/k`` suffix (``fast+concat/5``) samples k env steps a round and then runs k updates (SB3's ``train_freq=k``
+with ``gradient_steps=k``: rollout_fragment_length k, ``updates_per_env_step: 1``). With
 ``--ab`` it alternates these variants in rounds and adds them to ``--out`` (default
 ``benchmarks/results/sac_throughput-<date>.json``; run it once per round: a round of three buffers takes
 about 2.5 minutes).
@@ -56,6 +58,7 @@ BUFFERS = {
 
 
 def build(variant: str, seed: int, learning_starts: int) -> Any:
+    variant, _, fragment = variant.partition("/")
     buffer, _, critic = variant.partition("+")
     import torch
 
@@ -72,6 +75,8 @@ def build(variant: str, seed: int, learning_starts: int) -> Any:
     }
     if buffer != "prioritized":
         config["training.replay_buffer_config"] = {"type": BUFFERS[buffer]}
+    if fragment:  # SB3's train_freq: sample k env steps, then run k updates (the same updates per env step)
+        config["env_runners.rollout_fragment_length"] = int(fragment)
     spec = rlsweep.load_spec(
         {
             "name": "sac-throughput",
@@ -83,6 +88,7 @@ def build(variant: str, seed: int, learning_starts: int) -> Any:
             "storage": "/tmp/sac-throughput",
             "mlflow": None,
             "critic": critic or "rllib",
+            "updates_per_env_step": 1 if fragment else None,
         }
     )
     config = build_config(spec, {})

@@ -185,6 +185,9 @@ def run_rlsweep(task: Task, seed: int, launch: float, result_file: Path, storage
             "search_space": zoo_space(task),
             # The example's Q network (zoo_sac_space.yaml: SB3's critic); hand-written Tune keeps RLlib's.
             "critic": zoo_document(task).get("critic", "rllib"),
+            # SB3's train_freq (zoo_sac_space.yaml): one update per env step, sampled in rounds of the trial's
+            # rollout_fragment_length; hand-written Tune sets the same training_intensity by hand.
+            "updates_per_env_step": zoo_document(task).get("updates_per_env_step"),
             "searcher": searcher,
             "budget": {"env_steps": task.env_steps, "trials": task.trials, "max_concurrent": CONCURRENCY},
             "evaluation": {"episodes": EVAL_EPISODES, "every_env_steps": task.eval_every},
@@ -216,22 +219,32 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
         (kind, args), = domain.items()
         if kind == "choice":
             return tune.choice([str(a) if isinstance(a, list) else a for a in args])
+        if kind == "randint":  # the spec's bounds are inclusive, Tune's upper bound is not
+            return tune.randint(args[0], args[1] + 1)
         return {"loguniform": tune.loguniform, "uniform": tune.uniform}[kind](*args)
 
     param_space = {path.split(".")[-1]: tune_domain(domain) for path, domain in space.items()}
     model_keys = {path.split(".")[-1] for path in space if path.startswith("rl_module.model_config.")}
+    runner_keys = {path.split(".")[-1] for path in space if path.startswith("env_runners.")}
     fixed = zoo_fixed(task)  # the example's config, as rlsweep's side runs it
+    # SB3's train_freq with gradient_steps = train_freq (zoo_sac_space.yaml): RLlib's training_intensity is
+    # replayed env steps per sampled env step, so one update per env step is the trial's batch size.
+    updates_per_env_step = zoo_document(task).get("updates_per_env_step")
 
     def trainable(config: dict[str, Any]) -> None:
         started = time.perf_counter()  # measured for the benchmark's start-up report, as rlsweep reports it
-        training = {**fixed.get("training", {}), **{k: v for k, v in config.items() if k not in model_keys}}
+        training = {**fixed.get("training", {}),
+                    **{k: v for k, v in config.items() if k not in model_keys and k not in runner_keys}}
+        if updates_per_env_step is not None:
+            training["training_intensity"] = updates_per_env_step * training["train_batch_size_per_learner"]
         model_config = {**fixed.get("rl_module", {}).get("model_config", {}),
                         **{k: v for k, v in config.items() if k in model_keys}}
         model_config["fcnet_hiddens"] = hiddens[model_config["fcnet_hiddens"]]
         algo = (
             get_trainable_cls(task.algorithm).get_default_config()  # PPOConfig() / SACConfig()
             .environment(task.env)
-            .env_runners(**{**fixed.get("env_runners", {}), "num_env_runners": 0})
+            .env_runners(**{**fixed.get("env_runners", {}), **{k: v for k, v in config.items() if k in runner_keys},
+                            "num_env_runners": 0})
             .training(**training)
             .rl_module(model_config=model_config)
             # Evaluated by hand every eval_every env steps; RLlib's own interval is in iterations.

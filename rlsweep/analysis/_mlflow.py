@@ -287,6 +287,8 @@ def parent_run(
         "metric": f"{spec.metric.name} ({spec.metric.mode})",
         # Which Q network SAC learns with (validate refuses any other critic than RLlib's elsewhere).
         **({"critic": spec.critic} if spec.algorithm == "SAC" else {}),
+        # Updates per env step (each trial's training_intensity follows from it and the trial's batch).
+        **({"updates_per_env_step": spec.updates_per_env_step} if spec.updates_per_env_step is not None else {}),
         **{f"config.{k}": v for k, v in spec.config.items()},
     }
     entities = param_entities(params)

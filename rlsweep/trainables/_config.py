@@ -230,6 +230,8 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
             config.learners(learner_class=_ppo_learner.ClipScheduledPPOTorchLearner)
         elif config._learner_class is None:  # RLlib's own; a learner_class the spec sets stays
             config.learners(learner_class=_ppo_learner.RlsweepPPOTorchLearner)
+    if spec.updates_per_env_step is not None:  # the pre-flight has checked the algorithm has a replay ratio
+        config.training(training_intensity=training_intensity(config, spec.updates_per_env_step))
     if spec.critic == "concat":  # the pre-flight has checked it is SAC, single-agent, with continuous actions
         from rlsweep.trainables._critic import concat_critic_spec  # only where a trial needs it
 
@@ -259,6 +261,19 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
 
         apply_fast_replay(config)
     return config
+
+
+def training_intensity(config: Any, updates_per_env_step: float) -> float:
+    """RLlib's ``training_intensity`` that gives ``updates_per_env_step`` updates per env step sampled.
+
+    RLlib (dqn.py ``calculate_rr_weights``) runs ``round(intensity / native)`` updates after each round of
+    sampling, ``native`` being the total train batch over the env steps it counts a round as:
+    ``rollout_fragment_length * num_envs_per_env_runner * (num_env_runners + 1)``. A round samples from the
+    remote env runners only when there are any, so it holds ``max(num_env_runners, 1)`` fragments, not one
+    more; the ``max(R, 1) / (R + 1)`` factor corrects for that.
+    """
+    runners = int(config.num_env_runners or 0)
+    return updates_per_env_step * config.total_train_batch_size * max(runners, 1) / (runners + 1)
 
 
 def _is_setter(config: Any, function: Any) -> bool:

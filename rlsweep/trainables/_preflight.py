@@ -142,6 +142,7 @@ def static_problems(spec: SweepSpec) -> list[Problem]:
         problems += _policy_problems(spec)
         problems += _curriculum_problems(spec)
     problems += _critic_problems(spec, env_made=env_made)
+    problems += _replay_ratio_problems(spec)
     problems += path_problems(spec)
     if problems:
         return problems
@@ -314,6 +315,26 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
         if unmapped:
             problems.append(Problem(where, f"agents {unmapped} of {spec.env} match no entry; its agents: {agents}"))
     return problems
+
+
+INTENSITY_PATH = "training.training_intensity"
+
+
+def _replay_ratio_problems(spec: SweepSpec) -> list[Problem]:
+    """``updates_per_env_step`` on an algorithm without RLlib's replay ratio, or beside a spec that sets that
+    ratio itself."""
+    if spec.updates_per_env_step is None:
+        return []
+    if not hasattr(algorithm_class(spec.algorithm).get_default_config(), "training_intensity"):
+        return [Problem("updates_per_env_step", f"{spec.algorithm} has no replay ratio to set (RLlib's "
+                        f"training_intensity: SAC, DQN and other off-policy algorithms); remove updates_per_env_step, "
+                        f"got {spec.updates_per_env_step}")]
+    where = [f"{part}.{INTENSITY_PATH}" for part, paths in (("config", spec.config), ("search_space", spec.search_space.paths))
+             if INTENSITY_PATH in paths]
+    if where:
+        return [Problem("updates_per_env_step", f"sets {INTENSITY_PATH} from each trial's batch size, and the spec sets it "
+                        f"too ({', '.join(where)}): keep one")]
+    return []
 
 
 def _critic_problems(spec: SweepSpec, *, env_made: bool) -> list[Problem]:

@@ -87,11 +87,11 @@ def test_the_parent_run_says_what_was_searched_and_what_to_plot(exported):
     # PPO sweep has none.
     params = parent.data.params
     assert params["algorithm"] == "PPO" and params["budget.trials"] == str(TINY_SPEC["budget"]["trials"])
-    assert "critic" not in params
+    assert "critic" not in params and "updates_per_env_step" not in params
 
 
 def test_a_sac_sweeps_parent_run_names_its_critic(tmp_path):
-    spec = {**TINY_SPEC, "algorithm": "SAC", "env": "Pendulum-v1", "critic": "concat",
+    spec = {**TINY_SPEC, "algorithm": "SAC", "env": "Pendulum-v1", "critic": "concat", "updates_per_env_step": 1,
             "search_space": {"training.actor_lr": {"loguniform": [1e-4, 1e-3]}}}
     root = new_experiment(tmp_path / "exp", spec)
     write_trial(root, "t0", [1.0, 2.0], config={"training.actor_lr": 3e-4}, done=True)
@@ -100,6 +100,7 @@ def test_a_sac_sweeps_parent_run_names_its_critic(tmp_path):
     client = MlflowClient(tracking_uri=uri)
     (parent,) = client.search_runs([client.get_experiment_by_name("sac").experiment_id], "tags.`rlsweep.kind` = 'sweep'")
     assert parent.data.params["critic"] == "concat" and parent.data.params["algorithm"] == "SAC"
+    assert parent.data.params["updates_per_env_step"] == "1.0"
 
 
 def test_exporting_again_adds_no_tag_or_param(exported):

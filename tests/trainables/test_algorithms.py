@@ -38,12 +38,14 @@ CASES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     ),
     # SAC's iteration is RLlib's own 100 env steps (rlsweep's default, no 1 s floor), on 200-step episodes: the
     # first iteration ends no episode. The uniform buffer (SB3's, as convert --from zoo sets it) trains
-    # through rlsweep's fast buffer and its columns.
+    # through rlsweep's fast buffer and its columns. It samples 4 env steps a round (SB3's train_freq=4) at one
+    # update per env step (updates_per_env_step below).
     "SAC": (
         "Pendulum-v1",
         {
             "training.num_steps_sampled_before_learning_starts": 200,
             "training.replay_buffer_config.type": "EpisodeReplayBuffer",
+            "env_runners.rollout_fragment_length": 4,
         },
         "training.actor_lr",
         300,
@@ -74,7 +76,8 @@ def _spec(tmp_path: Path, algorithm: str) -> rlsweep.SweepSpec:
             # SAC trains, checkpoints and comes back through rlsweep's Q network (SB3's critic, critic: concat);
             # RLlib's own is built and sized in test_critic.py.
             **(
-                {"critic": "concat", "report": {"rllib_keys": [*DEFAULT_RLLIB_KEYS, "learners/*/replay_columns_rows"]}}
+                {"critic": "concat", "updates_per_env_step": 1, "report": {"rllib_keys": [
+                    *DEFAULT_RLLIB_KEYS, "learners/*/replay_columns_rows", "learners/*/num_module_steps_trained_lifetime"]}}
                 if algorithm == "SAC"
                 else {}
             ),
@@ -125,6 +128,9 @@ def test_algorithm_runs_reports_evaluates_and_gives_its_policy_back(algorithm, t
         # The learner took each 256-row batch as columns from rlsweep's fast buffer (the uniform buffer's swap
         # happened, and TransitionColumns found the columns it handed over).
         assert by_steps[300]["rllib/learners/__all_modules__/replay_columns_rows"] == 256, sorted(by_steps[300])
+        # One update per env step in rounds of 4: learning starts with the round that reaches 200 env steps, so
+        # 26 rounds (200, 204, ..., 300) of 4 updates of 256 rows. RLlib's own ratio would run 26 updates.
+        assert by_steps[300]["rllib/learners/__all_modules__/num_module_steps_trained_lifetime"] == 26 * 4 * 256
 
     # What an iteration is shows in the trial's params: never a time floor.
     # As the trial recorded them when it started (what the export logs, with no Ray needed).

@@ -235,12 +235,10 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
         started = time.perf_counter()  # measured for the benchmark's start-up report, as rlsweep reports it
         training = {**fixed.get("training", {}),
                     **{k: v for k, v in config.items() if k not in model_keys and k not in runner_keys}}
-        if updates_per_env_step is not None:
-            training["training_intensity"] = updates_per_env_step * training["train_batch_size_per_learner"]
         model_config = {**fixed.get("rl_module", {}).get("model_config", {}),
                         **{k: v for k, v in config.items() if k in model_keys}}
         model_config["fcnet_hiddens"] = hiddens[model_config["fcnet_hiddens"]]
-        algo = (
+        algo_config = (
             get_trainable_cls(task.algorithm).get_default_config()  # PPOConfig() / SACConfig()
             .environment(task.env)
             .env_runners(**{**fixed.get("env_runners", {}), **{k: v for k, v in config.items() if k in runner_keys},
@@ -250,8 +248,10 @@ def run_raw_tune(task: Task, seed: int, launch: float, result_file: Path, storag
             # Evaluated by hand every eval_every env steps; RLlib's own interval is in iterations.
             .evaluation(evaluation_interval=10**9, evaluation_duration=EVAL_EPISODES,
                         evaluation_duration_unit="episodes", evaluation_config={"explore": False})
-            .build_algo()
         )
+        if updates_per_env_step is not None:  # 0 env runners: replayed env steps per sampled one = the batch
+            algo_config.training(training_intensity=updates_per_env_step * algo_config.total_train_batch_size)
+        algo = algo_config.build_algo()
         setup_time_s = time.perf_counter() - started
         next_eval = task.eval_every
         while True:

@@ -390,11 +390,11 @@ class SweepSpec(Section):
     concatenated: its shape, about a tenth of the parameters, about half the CPU per env step); SAC only,
     single-agent, continuous actions and flat observations"""
     updates_per_env_step: Annotated[StrictFloat, Field(gt=0, le=1000, allow_inf_nan=False)] | None = None
-    """off-policy algorithms with a replay ratio (SAC, DQN): gradient updates per env step sampled, whatever
-    each trial's batch size and rollout_fragment_length (RLlib's training_intensity, set per trial to this
-    times the trial's total train batch size); with rollout_fragment_length k, k steps are sampled and then
-    about k times this many updates run, as Stable-Baselines3's train_freq with gradient_steps does. Unset:
-    RLlib's own ratio"""
+    """SAC and DQN: gradient updates per env step sampled, whatever each trial's batch size and
+    rollout_fragment_length (RLlib's training_intensity, set per trial from the trial's total train batch
+    size and env runners); with rollout_fragment_length k, one env and no remote env runners, k env steps are
+    sampled and then k times this many updates run (rounded as RLlib rounds its ratio), as Stable-Baselines3's
+    train_freq with gradient_steps does. Unset: RLlib's own ratio"""
     document: SkipJsonSchema[dict[str, Any]] = Field(default={}, exclude=True)
 
     def to_yaml(self) -> str:

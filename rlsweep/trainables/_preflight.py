@@ -318,23 +318,38 @@ def _policy_problems(spec: SweepSpec) -> list[Problem]:
 
 
 INTENSITY_PATH = "training.training_intensity"
+BATCH_MODE_PATH = "env_runners.batch_mode"
 
 
 def _replay_ratio_problems(spec: SweepSpec) -> list[Problem]:
-    """``updates_per_env_step`` on an algorithm without RLlib's replay ratio, or beside a spec that sets that
-    ratio itself."""
-    if spec.updates_per_env_step is None:
+    """``updates_per_env_step`` on an algorithm whose training step does not read RLlib's replay ratio, beside a
+    spec that sets that ratio itself or samples whole episodes, or so low that no update fits the budget."""
+    ratio = spec.updates_per_env_step
+    if ratio is None:
         return []
-    if not hasattr(algorithm_class(spec.algorithm).get_default_config(), "training_intensity"):
-        return [Problem("updates_per_env_step", f"{spec.algorithm} has no replay ratio to set (RLlib's "
-                        f"training_intensity: SAC, DQN and other off-policy algorithms); remove updates_per_env_step, "
-                        f"got {spec.updates_per_env_step}")]
-    where = [f"{part}.{INTENSITY_PATH}" for part, paths in (("config", spec.config), ("search_space", spec.search_space.paths))
-             if INTENSITY_PATH in paths]
-    if where:
-        return [Problem("updates_per_env_step", f"sets {INTENSITY_PATH} from each trial's batch size, and the spec sets it "
-                        f"too ({', '.join(where)}): keep one")]
-    return []
+    from ray.rllib.algorithms.dqn import DQN
+
+    # RLlib 2.60 reads training_intensity in DQN's training step only (SAC's is DQN's); CQL inherits the setting
+    # from SAC but trains from offline data.
+    if getattr(algorithm_class(spec.algorithm), "training_step", None) is not DQN.training_step:
+        return [Problem("updates_per_env_step", f"sets RLlib's replay ratio (training_intensity), which only DQN's "
+                        f"training step reads (SAC, DQN), not {spec.algorithm}'s: remove updates_per_env_step, got {ratio:g}")]
+    problems = []
+    if INTENSITY_PATH in spec.config:
+        problems.append(Problem("updates_per_env_step", f"sets {INTENSITY_PATH} per trial from its batch size, and "
+                                f"config.{INTENSITY_PATH} sets it to {shorten(spec.config[INTENSITY_PATH])}: keep one, got {ratio:g}"))
+    if INTENSITY_PATH in spec.search_space.paths:
+        problems.append(Problem("updates_per_env_step", f"sets {INTENSITY_PATH} per trial from its batch size, and "
+                                f"search_space.{INTENSITY_PATH} searches it: keep one, got {ratio:g}"))
+    if spec.config.get(BATCH_MODE_PATH) == "complete_episodes" or BATCH_MODE_PATH in spec.search_space.paths:
+        problems.append(Problem("updates_per_env_step", f"counts a round of sampling as rollout_fragment_length env "
+                                f"steps; {BATCH_MODE_PATH} complete_episodes samples whole episodes instead (keep "
+                                f"truncate_episodes, or remove updates_per_env_step), got {ratio:g}"))
+    if ratio * spec.budget.env_steps < 1:
+        problems.append(Problem("updates_per_env_step", f"one update per {1 / ratio:,.0f} env steps: no update "
+                                f"within budget.env_steps ({spec.budget.env_steps:,}); raise it, or remove it for "
+                                f"RLlib's own ratio, got {ratio:g}"))
+    return problems
 
 
 def _critic_problems(spec: SweepSpec, *, env_made: bool) -> list[Problem]:

@@ -16,11 +16,11 @@ SPACE = {
 }
 
 
-def _spec(algorithm: str = "SAC", env: str = "Pendulum-v1", **fields):
+def _spec(algorithm: str = "SAC", env: str = "Pendulum-v1", preflight: bool = True, **fields):
     return rlsweep.load_spec({
         "name": "ratio", "algorithm": algorithm, "env": env, "search_space": SPACE,
         "budget": {"env_steps": 1000}, "mlflow": None, **fields,
-    })
+    }, preflight=preflight)
 
 
 @pytest.mark.parametrize("fragment", [1, 2, 7, 10])
@@ -33,11 +33,13 @@ def test_one_update_per_env_step_whatever_the_batch_and_fragment(fragment, batch
 
 
 def test_remote_env_runners_each_sample_a_fragment_a_round():
-    # An env runner of 2 envs, fragments of 3: a round samples 6 env steps (the local runner samples none,
-    # though RLlib's native ratio counts it).
-    spec = _spec(updates_per_env_step=1, config={"env_runners.num_env_runners": 1, "env_runners.num_envs_per_env_runner": 2})
+    # Two env runners of 2 envs, fragments of 3: a round samples 12 env steps (the local runner samples none,
+    # though RLlib's native ratio counts it). Three CPUs a trial: built here without the pre-flight's resource
+    # check (this machine has two).
+    spec = _spec(updates_per_env_step=1, preflight=False,
+                 config={"env_runners.num_env_runners": 2, "env_runners.num_envs_per_env_runner": 2})
     config = build_config(spec, {"env_runners.rollout_fragment_length": 3, "training.train_batch_size_per_learner": 64})
-    assert calculate_rr_weights(config) == [1, 6]
+    assert calculate_rr_weights(config) == [1, 12]
 
 
 def test_half_an_update_per_env_step_samples_two_rounds_per_update():
@@ -52,14 +54,34 @@ def test_unset_keeps_rllibs_own_ratio():
     assert config.training_intensity is None and calculate_rr_weights(config) == [1, 1]
 
 
-def test_refused_where_there_is_no_replay_ratio_or_the_spec_sets_it_itself():
-    with pytest.raises(SpecError, match=r"updates_per_env_step: PPO has no replay ratio to set .* got 2\.0"):
+def test_refused_where_no_training_step_reads_it():
+    with pytest.raises(SpecError, match=r"updates_per_env_step: .*only DQN's training step reads \(SAC, DQN\), not PPO's: "
+                                        r"remove updates_per_env_step, got 2$"):
         rlsweep.load_spec({"name": "ratio", "algorithm": "PPO", "env": "CartPole-v1", "updates_per_env_step": 2,
                            "budget": {"env_steps": 1000}, "mlflow": None})
-    with pytest.raises(SpecError, match=r"updates_per_env_step: .*\(config\.training\.training_intensity\): keep one"):
+    # CQL's config inherits SAC's training_intensity, but CQL trains from offline data.
+    with pytest.raises(SpecError, match=r"not CQL's"):
+        rlsweep.load_spec({"name": "ratio", "algorithm": "CQL", "env": "Pendulum-v1", "updates_per_env_step": 1,
+                           "budget": {"env_steps": 1000}, "mlflow": None})
+
+
+def test_refused_beside_a_spec_that_sets_the_ratio_or_samples_whole_episodes():
+    with pytest.raises(SpecError, match=r"updates_per_env_step: .*config\.training\.training_intensity sets it to 5: "
+                                        r"keep one, got 1$"):
         _spec(updates_per_env_step=1, config={"training.training_intensity": 5})
     searched = {**SPACE, "training.training_intensity": {"choice": [1, 2]}}
-    with pytest.raises(SpecError, match=r"\(search_space\.training\.training_intensity\): keep one"):
+    with pytest.raises(SpecError, match=r"search_space\.training\.training_intensity searches it: keep one"):
         _spec(updates_per_env_step=1, search_space=searched)
+    with pytest.raises(SpecError, match=r"env_runners\.batch_mode complete_episodes samples whole episodes"):
+        _spec(updates_per_env_step=1, config={"env_runners.batch_mode": "complete_episodes"})
+    _spec(updates_per_env_step=1, config={"env_runners.batch_mode": "truncate_episodes"})  # RLlib's default: fine
+
+
+def test_refused_when_no_update_fits_the_budget():
+    # One update per 1,001 env steps in a budget of 1,000: RLlib would sample 1,001 rounds before the first.
+    with pytest.raises(SpecError, match=r"updates_per_env_step: one update per 1,001 env steps: no update within "
+                                        r"budget\.env_steps \(1,000\).*got 0\.000999"):
+        _spec(updates_per_env_step=1 / 1001)
+    _spec(updates_per_env_step=1 / 1000)  # exactly one: accepted
     with pytest.raises(SpecError, match=r"updates_per_env_step: must be > 0, got 0"):
         _spec(updates_per_env_step=0)

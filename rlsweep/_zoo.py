@@ -27,7 +27,7 @@ import yaml
 
 from rlsweep.convert import DEFAULT_ENV_STEPS, Unmapped, one_line
 from rlsweep.errors import UsageError, shorten
-from rlsweep.spec import MAX_SPEC_BYTES
+from rlsweep.spec import MAX_SPEC_BYTES, MAX_UPDATES_PER_ENV_STEP
 
 #: Where the mapping was read from: rl-zoo3's and Stable-Baselines3's versions.
 SOURCE_VERSIONS = "rl_zoo3 2.9.2, stable-baselines3 2.9.2"
@@ -162,6 +162,7 @@ class ZooMapping:
     env_config: dict[str, Any] | None = None
     unmapped: tuple[Unmapped, ...] = ()
     problems: tuple[str, ...] = ()
+    updates_per_env_step: Setting | None = None  #: SAC and DQN: the spec's ``updates_per_env_step``
 
     def config(self) -> dict[str, Any]:
         """The settings as a spec's ``config:`` (path -> value)."""
@@ -292,6 +293,7 @@ class _Mapper:
         self.normalize: dict[str, bool] = {}
         self.env_config: dict[str, Any] | None = None
         self.env_steps: int | None = None
+        self.updates_per_env_step: Setting | None = None
         self.done: set[str] = set()
 
     # --- helpers ------------------------------------------------------------------------------------
@@ -526,13 +528,15 @@ class _Mapper:
                 self.put(path, float(value), name)
         if "n_steps" in self.entry and (n_step := self.count("n_steps")) is not None:
             self.put("training.n_step", n_step, "n_steps")
-        self.training_intensity(batch)
+        self.replay_ratio(batch)
 
-    def training_intensity(self, batch: int | None) -> None:
+    def replay_ratio(self, batch: int | None) -> None:
         """SB3 collects ``train_freq`` steps on each env, then takes ``gradient_steps`` (-1: one per env step
-        collected) of ``batch_size``; RLlib samples ``rollout_fragment_length`` steps on each env and trains
-        so that env steps replayed per env step sampled is ``training_intensity``: with the same fragment, the
-        same number of updates per round."""
+        collected). RLlib samples ``rollout_fragment_length`` steps on each env a round: with the same fragment,
+        the spec's ``updates_per_env_step`` (``gradient_steps / (train_freq * n_envs)``) runs SB3's number of
+        updates a round. Not RLlib's ``training_intensity``: that counts env steps replayed, so it would hold only
+        for the entry's batch size and one env runner, and go stale where the user searches the batch or adds
+        remote env runners; rlsweep sets it per trial from this."""
         train_freq = self.values.get("train_freq")
         self.done.update({"train_freq", "gradient_steps"})
         if isinstance(train_freq, list) and len(train_freq) == 2 and str(train_freq[1]) in ("step", "episode"):
@@ -557,8 +561,13 @@ class _Mapper:
         if updates == 0:
             self.drop("gradient_steps", gradient_steps, "0 gradient steps trains nothing; RLlib always trains")
             return
-        self.put("training.training_intensity", updates * batch / collected, "gradient_steps", "batch_size", "train_freq", "n_envs",
-                 source="gradient_steps * batch_size / (train_freq * n_envs)")
+        if updates > MAX_UPDATES_PER_ENV_STEP * collected:
+            self.problems.append(f"gradient_steps: {updates:,} updates per {collected:,} env steps collected (train_freq * n_envs) "
+                                 f"is more than rlsweep's {MAX_UPDATES_PER_ENV_STEP:,} per env step, got {shorten(gradient_steps)}")
+            return
+        names = ("gradient_steps", "train_freq", "n_envs")
+        self.updates_per_env_step = Setting(updates / collected, "gradient_steps / (train_freq * n_envs)",
+                                            default=not any(n in self.entry for n in names))
 
     def sac(self) -> None:
         self.off_policy()
@@ -626,7 +635,7 @@ class _Mapper:
             if name not in self.done and name not in SB3_DEFAULTS[self.algorithm]:
                 self.drop(name, value, "no RLlib counterpart known to rlsweep's mapping")
         return ZooMapping(self.algorithm, self.env, self.settings, self.normalize, self.env_steps, self.env_config,
-                          tuple(self.unmapped), tuple(self.problems))
+                          tuple(self.unmapped), tuple(self.problems), self.updates_per_env_step)
 
 
 def map_entry(algorithm: str, env: str, entry: Any) -> ZooMapping:
@@ -650,10 +659,13 @@ def header(source: str, mapping: ZooMapping) -> str:
     and everything not carried."""
     lines = [f"# Converted by `rlsweep convert --from zoo` from {one_line(source)}, entry {one_line(mapping.env)} "
              f"(rl-baselines3-zoo, {mapping.algorithm}; mapping read from {SOURCE_VERSIONS})."]
-    defaults = [p for p, s in mapping.settings.items() if s.default]
+    settings = dict(mapping.settings)
+    if mapping.updates_per_env_step is not None:
+        settings["updates_per_env_step"] = mapping.updates_per_env_step
+    defaults = [p for p, s in settings.items() if s.default]
     if defaults:
         lines.append("# Left out by the entry, set to what rl-zoo3 trains with (Stable-Baselines3's defaults and behaviour):")
-        lines += [f"#   {path}: {shorten(mapping.settings[path].value)} ({one_line(mapping.settings[path].source)})" for path in defaults]
+        lines += [f"#   {path}: {shorten(settings[path].value)} ({one_line(settings[path].source)})" for path in defaults]
     if mapping.unmapped:
         lines.append("# Not carried over (set these by hand where they matter):")
         lines += [f"#   {item}" for item in mapping.unmapped]
@@ -741,7 +753,9 @@ def convert_zoo(document: Any, env: str, *, algorithm: str, source: str = "FILE"
         spec["normalize"] = dict(mapping.normalize)
     if algorithm == "SAC":  # SB3's critic: one MLP on the observation and the action (every SB3 SAC env is continuous)
         spec["critic"] = "concat"
+    if mapping.updates_per_env_step is not None:
+        spec["updates_per_env_step"] = mapping.updates_per_env_step.value
     spec.update(search_space={}, searcher="random", scheduler="fifo", budget={"env_steps": steps, "trials": 1},
                 metric={"name": "return_mean", "mode": "max"})
     return spec, ZooMapping(mapping.algorithm, mapping.env, mapping.settings, mapping.normalize, steps,
-                            mapping.env_config, tuple(unmapped), ())
+                            mapping.env_config, tuple(unmapped), (), mapping.updates_per_env_step)

@@ -61,6 +61,8 @@ Seed = Annotated[StrictInt, Field(ge=0, le=2**32 - 1)]
 #: the seed plus the env runner's index (plus 1,000,000 on evaluation runners), and numpy takes seeds below
 #: 2**32; half that range leaves room for any number of runners.
 MAX_TRAINING_SEED = 2**31 - 1
+#: The most ``updates_per_env_step`` a spec may ask for.
+MAX_UPDATES_PER_ENV_STEP = 1000
 TrainingSeed = Annotated[StrictInt, Field(ge=0, le=MAX_TRAINING_SEED)]
 
 
@@ -389,7 +391,7 @@ class SweepSpec(Section):
     or concat (Stable-Baselines3's critic: one MLP of fcnet_hiddens on the observation and the action
     concatenated: its shape, about a tenth of the parameters, about half the CPU per env step); SAC only,
     single-agent, continuous actions and flat observations"""
-    updates_per_env_step: Annotated[StrictFloat, Field(gt=0, le=1000, allow_inf_nan=False)] | None = None
+    updates_per_env_step: Annotated[StrictFloat, Field(gt=0, le=MAX_UPDATES_PER_ENV_STEP, allow_inf_nan=False)] | None = None
     """SAC and DQN: gradient updates per env step sampled, whatever each trial's batch size and
     rollout_fragment_length (RLlib's training_intensity, set per trial from the trial's total train batch
     size and env runners); with rollout_fragment_length k, one env and no remote env runners, k env steps are

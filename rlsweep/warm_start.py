@@ -160,6 +160,11 @@ def zoo_point(algorithm: str, env: str, space: SearchSpace, *, normalize_observa
                                        f"{'with' if zoo_normalizes else 'without'} normalized observations; set normalize: "
                                        f"{{observations: {str(zoo_normalizes).lower()}}} for warm start to reproduce them"))
 
+    settings = dict(mapping.settings)
+    ratio, batch = mapping.updates_per_env_step, settings.get("training.train_batch_size_per_learner")
+    if ratio is not None and batch is not None:
+        # RLlib's own ratio, for a space that searches it in place of updates_per_env_step: at the entry's batch.
+        settings["training.training_intensity"] = Setting(ratio.value * batch.value, "gradient_steps * batch_size / (train_freq * n_envs)")
     point: dict[str, Any] = {}
     # Listed by the mapping, but nothing about learning is lost (a memory option, a gSDE option of an entry
     # without gSDE): said, not refused.
@@ -168,10 +173,10 @@ def zoo_point(algorithm: str, env: str, space: SearchSpace, *, normalize_observa
         if isinstance(parameter.domain, Fixed) or not parameter.is_active(point):
             continue
         where = f"search_space.{parameter.path}"
-        found = _zoo_value(mapping.settings, parameter.path)
+        found = _zoo_value(settings, parameter.path)
         if found is None:
             problems.append(Problem(where, f"rl-baselines3-zoo's {algorithm} hyperparameters have no value for it "
-                                           f"(rlsweep maps {sorted(mapping.settings)}); leave it out of the search or drop warm_start"))
+                                           f"(rlsweep maps {sorted(settings)}); leave it out of the search or drop warm_start"))
             continue
         scheduled, source, whole = found
         value = start_value(scheduled)

@@ -71,8 +71,9 @@ def test_pendulum_sac_sets_all_three_rates_and_sb3s_update_ratio():
     assert config["rl_module.model_config.fcnet_hiddens"] == [256, 256]
     assert config["rl_module.model_config.fcnet_activation"] == "relu"
     assert config["training.replay_buffer_config.type"] == "EpisodeReplayBuffer"
-    # One gradient step of 256 per env step: 256 env steps replayed per env step sampled.
-    assert config["env_runners.rollout_fragment_length"] == 1 and config["training.training_intensity"] == 256.0
+    # One gradient step per env step, as the spec's own field: RLlib's training_intensity follows each trial's batch.
+    assert config["env_runners.rollout_fragment_length"] == 1 and spec["updates_per_env_step"] == 1.0
+    assert "training.training_intensity" not in config
     assert spec["critic"] == "concat"  # SB3's critic: one MLP on the observation and the action
     assert unmapped == {}
 
@@ -83,8 +84,8 @@ def test_sac_with_gsde_and_a_fixed_entropy_coefficient():
     # ent_coef 0.1: RLlib's alpha starts there and never learns.
     assert (config["training.initial_alpha"], config["training.alpha_lr"]) == (0.1, 0.0)
     assert (config["training.actor_lr"], config["training.critic_lr"]) == (3e-4, 3e-4)
-    # 32 gradient steps of 512 after every 32 env steps.
-    assert config["env_runners.rollout_fragment_length"] == 32 and config["training.training_intensity"] == 512.0
+    # 32 gradient steps after every 32 env steps.
+    assert config["env_runners.rollout_fragment_length"] == 32 and spec["updates_per_env_step"] == 1.0
     assert config["rl_module.model_config.fcnet_hiddens"] == [64, 64]
     assert set(unmapped) == {"use_sde", "policy_kwargs.log_std_init", "policy_kwargs.use_expln"}
     assert "gSDE" in unmapped["use_sde"]
@@ -120,8 +121,8 @@ def test_dqn_explores_with_sb3s_epsilon_schedule_and_is_neither_dueling_nor_doub
     assert config["training.epsilon"] == {"schedule": "piecewise", "points": [[0, 1.0], [8000, 0.04]]}
     assert (config["training.dueling"], config["training.double_q"]) == (False, False)
     assert config["training.target_network_update_freq"] == 10 and config["training.lr"] == 0.0023
-    # 128 gradient steps of 64 after every 256 env steps.
-    assert config["env_runners.rollout_fragment_length"] == 256 and config["training.training_intensity"] == 32.0
+    # 128 gradient steps after every 256 env steps.
+    assert config["env_runners.rollout_fragment_length"] == 256 and spec["updates_per_env_step"] == 0.5
     assert config["rl_module.model_config.fcnet_hiddens"] == [256, 256] and unmapped == {}
 
 
@@ -307,12 +308,40 @@ def test_any_ppo_entry_maps_its_numbers_exactly(n_envs, n_steps, batch_size, n_e
 def test_off_policy_updates_per_env_step_are_sb3s(train_freq, gradient_steps, batch_size, n_envs):
     mapping = map_entry("SAC", "X", {"train_freq": train_freq, "gradient_steps": gradient_steps,
                                      "batch_size": batch_size, "n_envs": n_envs})
-    config = mapping.config()
     updates = train_freq * n_envs if gradient_steps == -1 else gradient_steps
-    # RLlib's intensity is env steps replayed per env step sampled; with rollout_fragment_length = train_freq,
-    # RLlib's round-robin (dqn.calculate_rr_weights: intensity / natural ratio) runs SB3's number of updates.
-    natural = batch_size / (config["env_runners.rollout_fragment_length"] * n_envs)
-    assert round(config["training.training_intensity"] / natural) == updates
+    # A round samples rollout_fragment_length = train_freq env steps on each of n_envs envs: SB3's updates a round.
+    assert mapping.config()["env_runners.rollout_fragment_length"] == train_freq
+    assert round(mapping.updates_per_env_step.value * train_freq * n_envs, 9) == updates
+    assert "training.training_intensity" not in mapping.config()  # set per trial from the trial's batch
+
+
+def test_a_converted_sac_entry_keeps_sb3s_updates_when_the_batch_is_searched_and_env_runners_added():
+    """RLlib's own ratio would have to be written for one batch size and one env runner; the converted spec's
+    updates_per_env_step gives 8 updates after each 8 env steps (the entry's train_freq 8, gradient_steps 8)
+    at every batch the user's search draws, also with remote env runners."""
+    from ray.rllib.algorithms.dqn.dqn import calculate_rr_weights
+
+    from rlsweep.trainables._config import build_config
+
+    document = {"Pendulum-v1": {"n_timesteps": 20000, "train_freq": 8, "gradient_steps": 8, "batch_size": 256}}
+    spec, mapping = convert_zoo(document, "Pendulum-v1", algorithm="SAC", source="sac.yml")
+    del spec["config"]["training.train_batch_size_per_learner"]
+    spec["search_space"] = {"training.train_batch_size_per_learner": {"choice": [64, 256, 1024]}}
+    loaded = rlsweep.load_spec(spec)
+    for batch in (64, 256, 1024):
+        assert calculate_rr_weights(build_config(loaded, {"training.train_batch_size_per_learner": batch})) == [1, 8]
+    # Two remote env runners of 2 envs each (six CPUs a trial: built without the pre-flight's resource check):
+    # a round samples 2 x 2 x 8 env steps and runs as many updates.
+    spec["config"].update({"env_runners.num_env_runners": 2, "env_runners.num_envs_per_env_runner": 2})
+    remote = rlsweep.load_spec(spec, preflight=False)
+    assert calculate_rr_weights(build_config(remote, {"training.train_batch_size_per_learner": 64})) == [1, 32]
+
+
+def test_more_updates_per_env_step_than_a_spec_may_ask_is_named():
+    mapping = map_entry("SAC", "X", {"train_freq": 1, "gradient_steps": 1001, "batch_size": 64})
+    assert mapping.problems == ("gradient_steps: 1,001 updates per 1 env steps collected (train_freq * n_envs) "
+                                "is more than rlsweep's 1,000 per env step, got 1001",)
+    assert map_entry("SAC", "X", {"train_freq": 1, "gradient_steps": 1000, "batch_size": 64}).updates_per_env_step.value == 1000
 
 
 JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),

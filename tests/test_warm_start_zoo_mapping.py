@@ -52,6 +52,14 @@ def test_dqn_warm_starts_from_its_zoo_entry():
     assert notes == []
 
 
+def test_a_searched_rllib_replay_ratio_takes_the_zoo_entrys_updates_at_its_batch():
+    # The converted spec says updates_per_env_step (0.5: 128 gradient steps per 256 env steps); a space that
+    # searches RLlib's own training_intensity instead starts at the env steps that replays at the entry's batch of 64.
+    spec = space("DQN", "CartPole-v1", {"training.training_intensity": {"uniform": [1.0, 64.0]}})
+    point, _ = zoo_point("DQN", "CartPole-v1", spec.search_space)
+    assert point == {"training.training_intensity": 32.0}
+
+
 def test_a_searched_schedule_takes_the_zoo_schedules_ends():
     spec = space("PPO", "CartPole-v1", {"training.lr": {"schedule": "linear", "from": {"loguniform": [1e-4, 1e-2]}, "to": 0.0}})
     point, notes = zoo_point("PPO", "CartPole-v1", spec.search_space)

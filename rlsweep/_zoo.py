@@ -528,9 +528,9 @@ class _Mapper:
                 self.put(path, float(value), name)
         if "n_steps" in self.entry and (n_step := self.count("n_steps")) is not None:
             self.put("training.n_step", n_step, "n_steps")
-        self.replay_ratio(batch)
+        self.replay_ratio()
 
-    def replay_ratio(self, batch: int | None) -> None:
+    def replay_ratio(self) -> None:
         """SB3 collects ``train_freq`` steps on each env, then takes ``gradient_steps`` (-1: one per env step
         collected). RLlib samples ``rollout_fragment_length`` steps on each env a round: with the same fragment,
         the spec's ``updates_per_env_step`` (``gradient_steps / (train_freq * n_envs)``) runs SB3's number of
@@ -553,7 +553,7 @@ class _Mapper:
             self.problems.append(f"gradient_steps: must be a whole number >= 0, or -1, got {shorten(gradient_steps)}")
             return
         n_envs = self.values.get("n_envs")
-        if batch is None or not _is_count(n_envs):
+        if not _is_count(n_envs):
             return
         collected = int(train_freq) * int(n_envs)
         updates = collected if gradient_steps == -1 else int(gradient_steps)

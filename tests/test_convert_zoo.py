@@ -330,11 +330,42 @@ def test_a_converted_sac_entry_keeps_sb3s_updates_when_the_batch_is_searched_and
     loaded = rlsweep.load_spec(spec)
     for batch in (64, 256, 1024):
         assert calculate_rr_weights(build_config(loaded, {"training.train_batch_size_per_learner": batch})) == [1, 8]
-    # Two remote env runners of 2 envs each (six CPUs a trial: built without the pre-flight's resource check):
+    # Two remote env runners of 2 envs each (three CPUs a trial: built without the pre-flight's resource check):
     # a round samples 2 x 2 x 8 env steps and runs as many updates.
     spec["config"].update({"env_runners.num_env_runners": 2, "env_runners.num_envs_per_env_runner": 2})
     remote = rlsweep.load_spec(spec, preflight=False)
     assert calculate_rr_weights(build_config(remote, {"training.train_batch_size_per_learner": 64})) == [1, 32]
+
+
+@pytest.mark.parametrize(("stem", "document", "env", "updates"), [
+    # rl-zoo3's DQN CartPole-v1: 128 gradient steps after every 256 env steps (a ratio of 0.5).
+    ("dqn", None, "CartPole-v1", 128),
+    # Two envs, 8 env steps on each, then 10 gradient steps (0.625), as rl-zoo3's SAC CarRacing entry does.
+    ("sac", {"Pendulum-v1": {"n_envs": 2, "train_freq": 8, "gradient_steps": 10, "batch_size": 64}}, "Pendulum-v1", 10),
+])
+def test_converted_entries_run_their_gradient_steps_a_round_in_rllib(stem, document, env, updates):
+    from ray.rllib.algorithms.dqn.dqn import calculate_rr_weights
+
+    from rlsweep.trainables._config import build_config
+
+    document = document or yaml.safe_load((DATA / f"{stem}.yml").read_text())
+    spec, _ = convert_zoo(document, env, algorithm=algorithm_of_file(stem, stem), source=f"{stem}.yml")
+    assert calculate_rr_weights(build_config(rlsweep.load_spec(spec), {})) == [1, updates]
+
+
+def test_a_ratio_that_is_no_binary_fraction_is_written_read_back_and_said_in_the_header(tmp_path, capsys):
+    path = tmp_path / "sac.yml"
+    path.write_text("Pendulum-v1:\n  n_timesteps: 3000\n  train_freq: 3\n  gradient_steps: 1\n")
+    out = tmp_path / "spec.yaml"
+    assert main(["convert", "--from", "zoo", str(path), "--env", "Pendulum-v1", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert yaml.safe_load(text)["updates_per_env_step"] == 1 / 3
+    assert rlsweep.load_spec(str(out)).updates_per_env_step == 1 / 3
+    # SB3's n_envs default of 1 went into it: said as a default; train_freq and gradient_steps are the entry's.
+    assert "#   updates_per_env_step:" not in text
+    path.write_text("Pendulum-v1:\n  n_timesteps: 3000\n")
+    assert main(["convert", "--from", "zoo", str(path), "--env", "Pendulum-v1", "-o", str(out)]) == 0
+    assert "#   updates_per_env_step: 1.0 (gradient_steps / (train_freq * n_envs))\n" in out.read_text()
 
 
 def test_more_updates_per_env_step_than_a_spec_may_ask_is_named():

@@ -25,6 +25,9 @@ def test_every_shipped_entry_warm_starts_the_settings_convert_writes(stem, env):
     # Search every number convert writes over a wide range: the point is the converted value (a schedule's start).
     numbers = {p: s.value for p, s in mapping.settings.items()
                if isinstance(start_value(s.value), (int, float)) and not isinstance(start_value(s.value), bool)}
+    if mapping.updates_per_env_step is not None:  # RLlib's own ratio, for a space that searches it: at the entry's batch
+        batch = mapping.settings["training.train_batch_size_per_learner"].value
+        numbers["training.training_intensity"] = mapping.updates_per_env_step.value * batch
     searched = {p: {"choice": [start_value(v), start_value(v) + 1]} for p, v in numbers.items()}
     refused = [i for i in mapping.unmapped if not i.approximate]
     # What changes learning and RLlib cannot do is refused: gSDE, reward normalization.

@@ -20,7 +20,7 @@ import ast
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -757,5 +757,4 @@ def convert_zoo(document: Any, env: str, *, algorithm: str, source: str = "FILE"
         spec["updates_per_env_step"] = mapping.updates_per_env_step.value
     spec.update(search_space={}, searcher="random", scheduler="fifo", budget={"env_steps": steps, "trials": 1},
                 metric={"name": "return_mean", "mode": "max"})
-    return spec, ZooMapping(mapping.algorithm, mapping.env, mapping.settings, mapping.normalize, steps,
-                            mapping.env_config, tuple(unmapped), (), mapping.updates_per_env_step)
+    return spec, replace(mapping, env_steps=steps, unmapped=tuple(unmapped))

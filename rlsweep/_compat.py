@@ -1,12 +1,15 @@
 """Every Ray/RLlib private internal rlsweep touches, in one place, each with the version it was written
 against and why. Tested against Ray 2.60.0 (``constraints.txt``); on an upgrade, this file is the list to
-check. Nothing else in the package names a private attribute of Ray or RLlib.
+check. Nothing else in the package names a private attribute of Ray or RLlib. The one torch internal
+(:func:`torch_without_dynamo`, torch 2.13) is here too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -386,3 +389,119 @@ def forget_finished_trials_class() -> type:
         ForgetFinishedTrials.__qualname__ = "ForgetFinishedTrials"
         cls = globals()["ForgetFinishedTrials"] = ForgetFinishedTrials
     return cls
+
+
+# --- torch without torch._dynamo (torch 2.13) ---------------------------------------------------------
+
+#: What torch 2.13 names the wrappers below (``__code__.co_qualname``).
+_DISABLE_DYNAMO = "_disable_dynamo.<locals>.inner"
+_USE_GRAD = "_use_grad_for_differentiable.<locals>._use_grad"
+#: ``torch._compile._disable_dynamo`` keeps ``torch._dynamo.disable(fn)`` on ``fn`` under this name.
+_DISABLED = "__dynamo_disable"
+#: Where the replaced function keeps the one it replaced.
+_ORIGINAL = "_rlsweep_original"
+
+
+def _qualname(function: Any) -> str:
+    return getattr(getattr(function, "__code__", None), "co_qualname", "")
+
+
+def _optimizer_classes() -> list[type]:
+    import torch
+
+    found, pending = [], [torch.optim.Optimizer]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def torch_without_dynamo(on: bool) -> bool:
+    """Let this process seed torch and run its optimizers without importing ``torch._dynamo`` (``on``), or
+    put torch's own functions back (not ``on``: for a trial that compiles). Returns whether they now run
+    without it.
+
+    torch 2.13 imports ``torch._dynamo`` (and ``torch._inductor``) for three things a trial does:
+
+    - ``torch.use_deterministic_algorithms``, which RLlib's seeding calls in every seeded process, imports
+      ``torch._inductor.config`` to set its ``deterministic`` before setting the flag in torch's core
+      (``torch._C._set_deterministic_algorithms``). Here the core flag is set, and the inductor's when
+      ``torch._inductor`` is loaded (now, or when these are put back);
+    - the ``Optimizer`` methods wrapped by ``torch._disable_dynamo`` (``__init__``'s ``add_param_group``,
+      ``zero_grad``, ``state_dict``, ``load_state_dict``) import it on their first call, to keep
+      ``torch._dynamo.disable(fn)`` on ``fn`` as ``__dynamo_disable`` and call that. Outside
+      ``torch.compile`` that is ``fn``, which they keep here;
+    - each optimizer's ``step`` (``_use_grad_for_differentiable``) imports it on every call, for two
+      ``torch._dynamo.graph_break()`` calls (nothing outside ``torch.compile``) around the step run with grad
+      mode set to ``defaults["differentiable"]``. Here it sets the grad mode and runs the step (the hooks
+      ``profile_hook_step`` adds around it kept).
+
+    Where a wrapper is not what torch 2.13 has, it is left as it is: the import comes back, nothing else
+    changes.
+
+    Why: the import costs 1.3-2.3 s of CPU here (``python -X importtime -c "import torch._dynamo"``), more
+    than building a PPO algorithm, in every trial process, before its first result; a trial that compiles
+    nothing never uses it.
+    """
+    import torch
+
+    if on and "torch._dynamo" in sys.modules:
+        on = False  # already paid for: torch's own functions cost nothing more
+    deterministic = torch.use_deterministic_algorithms
+    if not on and (original := getattr(deterministic, _ORIGINAL, None)) is not None:
+        torch.use_deterministic_algorithms = original
+        if torch.are_deterministic_algorithms_enabled():  # what the inductor has not been told yet
+            original(True, warn_only=torch.is_deterministic_algorithms_warn_only_enabled())
+    elif on and not hasattr(deterministic, _ORIGINAL):
+        torch.use_deterministic_algorithms = _core_deterministic(deterministic)
+    for cls in _optimizer_classes():
+        for name, function in list(vars(cls).items()):
+            if _qualname(function) == _DISABLE_DYNAMO and callable(wrapped := getattr(function, "__wrapped__", None)):
+                if on and getattr(wrapped, _DISABLED, None) is None:
+                    setattr(wrapped, _DISABLED, wrapped)
+                elif not on and getattr(wrapped, _DISABLED, None) is wrapped:
+                    delattr(wrapped, _DISABLED)
+            elif name == "step":
+                original = getattr(function, _ORIGINAL, None)
+                if not on and original is not None:
+                    cls.step = original
+                elif on and original is None and (eager := _eager_step(function)) is not None:
+                    cls.step = eager
+    return on
+
+
+def _core_deterministic(original: Any) -> Any:
+    """``torch.use_deterministic_algorithms`` setting torch's core flag, and the inductor's only where
+    ``torch._inductor`` is loaded."""
+    import torch
+
+    @functools.wraps(original)
+    def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+        if "torch._inductor.config" in sys.modules:
+            original(mode, warn_only=warn_only)
+        else:
+            torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
+
+    setattr(use_deterministic_algorithms, _ORIGINAL, original)
+    return use_deterministic_algorithms
+
+
+def _eager_step(step: Any) -> Any:
+    """An optimizer class's ``step`` with ``_use_grad_for_differentiable``'s grad-mode setting in place of
+    its ``torch._dynamo`` import; ``None`` for a ``step`` not wrapped that way. Only a class none of whose
+    optimizers was made yet (no ``profile_hook_step`` on its ``step``): making one imported ``torch._dynamo``
+    already. The first optimizer made adds the hooks around it, as around torch's own."""
+    import torch
+
+    raw = getattr(step, "__wrapped__", None)
+    if _qualname(step) != _USE_GRAD or not callable(raw):
+        return None
+
+    @functools.wraps(raw)
+    def eager(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with torch.set_grad_enabled(self.defaults["differentiable"]):
+            return raw(self, *args, **kwargs)
+
+    setattr(eager, _ORIGINAL, step)
+    return eager

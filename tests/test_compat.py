@@ -53,3 +53,62 @@ def test_a_lookback_buffer_made_without_the_space_setter_equals_rllibs():
         for name, value in vars(rllibs).items():
             assert type(vars(made)[name]) is type(value) and np.array_equal(vars(made)[name], value), name
         assert made.get(-1) == rllibs.get(-1) and len(made) == len(rllibs)
+
+
+#: Seeds torch as RLlib does, then trains a small net with Adam through every optimizer call a trial makes
+#: (step, zero_grad, a step hook, state_dict into a new optimizer), with torch's optimizers and seeding as
+#: ``torch_without_dynamo(on)`` leaves them; prints what was learned and what the process loaded.
+OPTIMIZER_SCRIPT = """
+import json, sys
+import torch
+from rlsweep import _compat
+now = _compat.torch_without_dynamo(sys.argv[1] == "on")
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+hooked = []
+optimizer.register_step_post_hook(lambda *args: hooked.append(1))
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+for _ in range(5):
+    optimizer.zero_grad()
+    torch.nn.functional.mse_loss(net(x), y).backward()
+    optimizer.step()
+again = torch.optim.Adam(net.parameters(), lr=0.01)
+again.load_state_dict(optimizer.state_dict())
+optimizer.zero_grad()
+torch.nn.functional.mse_loss(net(x), y).backward()
+again.step()
+report = {"without": now, "params": [p.tolist() for p in net.parameters()], "hooked": len(hooked),
+          "deterministic": torch.are_deterministic_algorithms_enabled(), "dynamo": "torch._dynamo" in sys.modules}
+if sys.argv[1] == "on":  # then a trial that compiles: torch's own functions back, the inductor told
+    _compat.torch_without_dynamo(False)
+    import torch._inductor.config
+    report["inductor_deterministic"] = torch._inductor.config.deterministic
+    zero_grad = torch.optim.Optimizer.zero_grad.__wrapped__
+    report["restored"] = [hasattr(torch.use_deterministic_algorithms, "_rlsweep_original"),
+                          hasattr(torch.optim.Adam.step, "_rlsweep_original"),
+                          getattr(zero_grad, "__dynamo_disable", None) is zero_grad]
+print(json.dumps(report))
+"""
+
+
+def test_torch_seeds_and_optimizes_without_its_compiler_loaded_and_learns_the_same():
+    """A trial's torch (rlsweep._compat.torch_without_dynamo) loads no torch._dynamo, 1.3-2.3 s of CPU, and its
+    optimizers learn bit for bit what torch's own do; a trial that compiles gets torch's own back."""
+    import json
+    import subprocess
+    import sys
+
+    def run(mode: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", OPTIMIZER_SCRIPT, mode], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    without, torchs = run("on"), run("off")
+    assert without["without"] and not without["dynamo"], without
+    assert not torchs["without"] and torchs["dynamo"]  # what the process would have loaded
+    assert without["params"] == torchs["params"]
+    assert without["hooked"] == torchs["hooked"] == 5
+    assert without["deterministic"] and torchs["deterministic"]
+    assert without["inductor_deterministic"] and without["restored"] == [False, False, False], without

@@ -239,11 +239,12 @@ def test_with_tracing_on_the_import_probes_see_opentelemetry(traced):
     assert any(name.startswith("opentelemetry.exporter") for name in sys.modules)
 
 
-def test_with_tracing_off_no_process_imports_opentelemetry(tmp_path):
+def test_with_tracing_off_no_process_imports_opentelemetry_nor_a_trial_torchs_compiler(tmp_path):
     """Every trial process imports no OpenTelemetry at all (the env the trial builds records what its
     process imported), and the driver loads no exporter. (Ray Tune itself imports MLflow, and with it
     OpenTelemetry's API and SDK, in every driver that passes callbacks: its usage count of callback
-    classes.)"""
+    classes.) Nor does a trial that compiles nothing import torch's compiler (1.3-2.3 s of CPU before its
+    first result; rlsweep._compat.torch_without_dynamo), by the time it has trained and closed its env."""
     probe = tmp_path / "probe.jsonl"
     document = small_ppo(
         "probe", tmp_path / "results", budget={"env_steps": 500, "trials": 2},
@@ -260,3 +261,5 @@ def test_with_tracing_off_no_process_imports_opentelemetry(tmp_path):
     trials = [p for p in map(json.loads, probe.read_text().splitlines()) if p["pid"] != driver["pid"]]
     assert trials, "no trial built its env"
     assert driver["modules"] == [] and not any(t["opentelemetry"] for t in trials), (driver, trials)
+    assert {t["pid"] for t in trials if t["at"] == "closed"} == {t["pid"] for t in trials}, trials
+    assert not any(t["dynamo"] for t in trials), trials

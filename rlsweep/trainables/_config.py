@@ -263,6 +263,14 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
     return config
 
 
+def build_algo(config: AlgorithmConfig) -> Algorithm:
+    """``config.build_algo()`` in a trial's process (or the memory check's), seeding torch and running its
+    optimizers without importing ``torch._dynamo`` unless the config compiles
+    (``_compat.torch_without_dynamo``): 1.3-2.3 s of CPU less before the trial's first result."""
+    _compat.torch_without_dynamo(not (config.torch_compile_learner or config.torch_compile_worker))
+    return config.build_algo()
+
+
 def training_intensity(config: Any, updates_per_env_step: float) -> float:
     """RLlib's ``training_intensity`` that gives ``updates_per_env_step`` updates per env step sampled.
 

@@ -123,7 +123,7 @@ def measure_here(spec: SweepSpec, draw: Mapping[str, Any], iterations: int = MEA
     ``iterations`` iterations and save a checkpoint, and read every process's peak. Leaves nothing behind."""
     from rlsweep import _compat
     from rlsweep.seeds import SEED_PATH
-    from rlsweep.trainables._config import build_config
+    from rlsweep.trainables._config import build_algo, build_config
     from rlsweep.trainables._metrics import lifetime_env_steps
 
     started = time.perf_counter()
@@ -141,7 +141,7 @@ def measure_here(spec: SweepSpec, draw: Mapping[str, Any], iterations: int = MEA
                 # Seeded as every trial is: RLlib's seeding alone adds ~65 MB to a remote env runner.
                 seeded = dict(draw) if SEED_PATH in draw or SEED_PATH in spec.config else {**draw, SEED_PATH: index}
                 with _compat.algorithm_log_folders_in(scratch):
-                    algos.append(_shortened(build_config(spec, seeded)).build_algo())
+                    algos.append(build_algo(_shortened(build_config(spec, seeded))))
             for algo in algos:
                 for _ in range(iterations):
                     result = algo.train()

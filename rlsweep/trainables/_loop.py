@@ -32,7 +32,7 @@ from rlsweep import _compat, metrics, store, tracing
 from rlsweep.errors import Problem, SpecError
 from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
 from rlsweep.trainables._curriculum import apply as apply_curriculum, curriculum_for
-from rlsweep.trainables._config import build_config, settings_for, trial_resources
+from rlsweep.trainables._config import build_algo, build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
 from rlsweep.trainables._memory import policy_memory_mb, remote_node_ids, reset_peak_rss, trial_peak_memory_mb
 from rlsweep.trainables._metrics import MetricNormalizer, kept_rllib_keys, lifetime_env_steps, rllib_section
@@ -120,7 +120,7 @@ class SeedRun:
         config = trace_remote_workers(build_config(spec, sampled), trace, trial_id)
         # Its log folder (RLlib's, left empty) in the trial's working directory, not in ~/ray_results.
         with _compat.algorithm_log_folders_in(os.getcwd()):
-            self.algo = config.build_algo()
+            self.algo = build_algo(config)
         self.normalizer = MetricNormalizer()
         self.timer = PhaseTimer(self.algo)
         self.env_steps = 0

@@ -1,5 +1,6 @@
-"""A CartPole that, as each instance is made, appends to ``env_config["out"]`` the process it is made in
-and whether that process has imported OpenTelemetry: what a trial's process loaded, seen from inside it."""
+"""A CartPole that, as each instance is made and as it is closed (when its trial ends), appends to
+``env_config["out"]`` the process it is in and whether that process has imported OpenTelemetry and torch's
+compiler (``torch._dynamo``): what a trial's process loaded, seen from inside it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ from gymnasium.envs.classic_control import CartPoleEnv
 class ImportProbe(CartPoleEnv):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__()
-        config = config or {}
-        if out := config.get("out"):
+        self.out = (config or {}).get("out")
+        self._record("made")
+
+    def close(self) -> None:
+        self._record("closed")
+        super().close()
+
+    def _record(self, at: str) -> None:
+        if self.out:
             loaded = any(name.startswith("opentelemetry") for name in sys.modules)
-            with open(out, "a") as file:
-                file.write(json.dumps({"pid": os.getpid(), "opentelemetry": loaded}) + "\n")
+            with open(self.out, "a") as file:
+                file.write(json.dumps({"pid": os.getpid(), "at": at, "opentelemetry": loaded,
+                                       "dynamo": "torch._dynamo" in sys.modules}) + "\n")

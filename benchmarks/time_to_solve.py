@@ -420,8 +420,12 @@ def _startup_phases(runs: list[dict[str, Any]]) -> dict[str, float]:
     """Median seconds of each step from launch to the first trial's first result: the side's imports, its
     own checks of the spec (rlsweep's pre-flight, with Ray's start beside it; none by hand), then until a
     trial starts (Ray's start where the side did not start it already, rlsweep's cluster and memory checks,
-    Tune's scheduling: the rest), the trial's setup (its algorithm
-    built) and its first iteration. From the marks each side's own process recorded."""
+    Tune's scheduling, the trial process's start and imports: the rest), the trial's setup (its algorithm
+    built) and its first iteration. From the marks each side's own process recorded. Both sides' trials are
+    function trainables, whose function Tune starts in the first ``train()`` call: the first result's
+    ``time_this_iter_s`` covers the setup too, so the first iteration is it less the setup. (Before
+    2026-11-29 this subtracted the setup twice: the "until a trial starts" it printed was short by the
+    setup, and its "first iteration" included it.)"""
     rows = []
     for run in runs:
         marks = run.get("startup", {})
@@ -432,8 +436,8 @@ def _startup_phases(runs: list[dict[str, Any]]) -> dict[str, float]:
             continue
         checked = marks.get("spec_checked_s", marks["imported_s"])
         rows.append({"imports": marks["imported_s"], "spec checks": checked - marks["imported_s"],
-                     "until a trial starts": first - checked - setup - iteration, "trial setup": setup,
-                     "first iteration": iteration, "first result": first})
+                     "until a trial starts": first - checked - iteration, "trial setup": setup,
+                     "first iteration": iteration - setup, "first result": first})
     if not rows:
         return {}
     return {name: round(statistics.median(r[name] for r in rows), 2) for name in rows[0]}

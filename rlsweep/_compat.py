@@ -393,17 +393,23 @@ def forget_finished_trials_class() -> type:
 
 # --- torch without torch._dynamo (torch 2.13) ---------------------------------------------------------
 
-#: What torch 2.13 names the wrappers below (``__code__.co_qualname``).
-_DISABLE_DYNAMO = "_disable_dynamo.<locals>.inner"
-_USE_GRAD = "_use_grad_for_differentiable.<locals>._use_grad"
 #: ``torch._compile._disable_dynamo`` keeps ``torch._dynamo.disable(fn)`` on ``fn`` under this name.
 _DISABLED = "__dynamo_disable"
-#: Where the replaced function keeps the one it replaced.
+#: Where the replaced function keeps the one it replaced. ``profile_hook_step``'s ``functools.wraps`` copies
+#: it onto the wrapper it puts around a replaced ``step``, which is how a hooked step is known as rlsweep's.
 _ORIGINAL = "_rlsweep_original"
 
 
-def _qualname(function: Any) -> str:
-    return getattr(getattr(function, "__code__", None), "co_qualname", "")
+def _wrapper_code(decorator: Any) -> Any:
+    """The code of the function ``decorator`` wraps a function in (every wrapper it makes shares it); None
+    where torch has no such decorator."""
+    if decorator is None:
+        return None
+    return getattr(decorator(lambda *args: None), "__code__", None)
+
+
+def _is_wrapper(function: Any, code: Any) -> bool:
+    return code is not None and getattr(function, "__code__", None) is code and callable(getattr(function, "__wrapped__", None))
 
 
 def _optimizer_classes() -> list[type]:
@@ -440,10 +446,13 @@ def torch_without_dynamo(on: bool) -> bool:
     Where a wrapper is not what torch 2.13 has, it is left as it is: the import comes back, nothing else
     changes.
 
-    Why: the import costs 1.3-2.3 s of CPU here (``python -X importtime -c "import torch._dynamo"``), more
-    than building a PPO algorithm, in every trial process, before its first result; a trial that compiles
-    nothing never uses it.
+    Why: the import is most of a trial's setup, in every trial process, before its first result: alternated
+    on CartPole, a PPO trial's setup took 1.54 s without it against 2.62 s with it, and launch to the first
+    result 10.0 s against 11.06 s (``benchmarks/results/startup_ab-2026-11-29T0322.json``); a trial that
+    compiles nothing never uses it.
     """
+    import importlib
+
     import torch
 
     if on and "torch._dynamo" in sys.modules:
@@ -451,23 +460,30 @@ def torch_without_dynamo(on: bool) -> bool:
     deterministic = torch.use_deterministic_algorithms
     if not on and (original := getattr(deterministic, _ORIGINAL, None)) is not None:
         torch.use_deterministic_algorithms = original
-        if torch.are_deterministic_algorithms_enabled():  # what the inductor has not been told yet
-            original(True, warn_only=torch.is_deterministic_algorithms_warn_only_enabled())
+        # What the inductor has not been told (it loads torch._dynamo, which a compiling trial needs anyway).
+        original(torch.are_deterministic_algorithms_enabled(), warn_only=torch.is_deterministic_algorithms_warn_only_enabled())
     elif on and not hasattr(deterministic, _ORIGINAL):
         torch.use_deterministic_algorithms = _core_deterministic(deterministic)
+    disabled = _wrapper_code(getattr(torch, "_disable_dynamo", None))
+    optimizers = importlib.import_module("torch.optim.optimizer")  # torch.optim does not keep it as an attribute
+    use_grad = _wrapper_code(getattr(optimizers, "_use_grad_for_differentiable", None))
     for cls in _optimizer_classes():
         for name, function in list(vars(cls).items()):
-            if _qualname(function) == _DISABLE_DYNAMO and callable(wrapped := getattr(function, "__wrapped__", None)):
+            if _is_wrapper(function, disabled):
+                wrapped = function.__wrapped__
                 if on and getattr(wrapped, _DISABLED, None) is None:
                     setattr(wrapped, _DISABLED, wrapped)
                 elif not on and getattr(wrapped, _DISABLED, None) is wrapped:
                     delattr(wrapped, _DISABLED)
             elif name == "step":
-                original = getattr(function, _ORIGINAL, None)
-                if not on and original is not None:
-                    cls.step = original
-                elif on and original is None and (eager := _eager_step(function)) is not None:
-                    cls.step = eager
+                torchs = getattr(function, _ORIGINAL, None)  # the step this replaced, if it is rlsweep's
+                if not on and torchs is not None:
+                    cls.step = torchs
+                    if getattr(function, "hooked", False):  # optimizers of the class exist: keep their hooks
+                        cls.step = torch.optim.Optimizer.profile_hook_step(torchs)
+                        cls.step.hooked = True  # type: ignore[attr-defined]
+                elif on and torchs is None and _is_wrapper(function, use_grad):
+                    cls.step = _eager_step(function)
     return on
 
 
@@ -488,15 +504,13 @@ def _core_deterministic(original: Any) -> Any:
 
 
 def _eager_step(step: Any) -> Any:
-    """An optimizer class's ``step`` with ``_use_grad_for_differentiable``'s grad-mode setting in place of
-    its ``torch._dynamo`` import; ``None`` for a ``step`` not wrapped that way. Only a class none of whose
-    optimizers was made yet (no ``profile_hook_step`` on its ``step``): making one imported ``torch._dynamo``
-    already. The first optimizer made adds the hooks around it, as around torch's own."""
+    """An optimizer class's ``step`` (``_use_grad_for_differentiable``'s wrapper) with its grad-mode setting
+    and without its ``torch._dynamo`` import. Only for a class none of whose optimizers was made yet (no
+    ``profile_hook_step`` around its ``step``): making one imported ``torch._dynamo`` already. The first
+    optimizer made adds the hooks around it, as around torch's own."""
     import torch
 
-    raw = getattr(step, "__wrapped__", None)
-    if _qualname(step) != _USE_GRAD or not callable(raw):
-        return None
+    raw = step.__wrapped__
 
     @functools.wraps(raw)
     def eager(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -55,9 +55,10 @@ def test_a_lookback_buffer_made_without_the_space_setter_equals_rllibs():
         assert made.get(-1) == rllibs.get(-1) and len(made) == len(rllibs)
 
 
-#: Seeds torch as RLlib does, then trains a small net with Adam through every optimizer call a trial makes
-#: (step, zero_grad, a step hook, state_dict into a new optimizer), with torch's optimizers and seeding as
-#: ``torch_without_dynamo(on)`` leaves them; prints what was learned and what the process loaded.
+#: Seeds torch as RLlib does, then trains a small net with foreach Adam (as a trial's learner steps it) through
+#: every optimizer call a trial makes (step, zero_grad, a step hook, state_dict into a new optimizer), with
+#: torch's optimizers and seeding as ``torch_without_dynamo(on)`` leaves them; prints what was learned and
+#: what the process loaded.
 OPTIMIZER_SCRIPT = """
 import json, sys
 import torch
@@ -66,7 +67,7 @@ now = _compat.torch_without_dynamo(sys.argv[1] == "on")
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True)
 net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
-optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+optimizer = torch.optim.Adam(net.parameters(), lr=0.01, foreach=True)
 hooked = []
 optimizer.register_step_post_hook(lambda *args: hooked.append(1))
 x, y = torch.randn(32, 4), torch.randn(32, 1)
@@ -74,28 +75,36 @@ for _ in range(5):
     optimizer.zero_grad()
     torch.nn.functional.mse_loss(net(x), y).backward()
     optimizer.step()
-again = torch.optim.Adam(net.parameters(), lr=0.01)
+again = torch.optim.Adam(net.parameters(), lr=0.01, foreach=True)
 again.load_state_dict(optimizer.state_dict())
 optimizer.zero_grad()
 torch.nn.functional.mse_loss(net(x), y).backward()
 again.step()
-report = {"without": now, "params": [p.tolist() for p in net.parameters()], "hooked": len(hooked),
-          "deterministic": torch.are_deterministic_algorithms_enabled(), "dynamo": "torch._dynamo" in sys.modules}
-if sys.argv[1] == "on":  # then a trial that compiles: torch's own functions back, the inductor told
+kept = sorted(name for name, f in vars(torch.optim.Optimizer).items()
+              if callable(getattr(f, "__wrapped__", None)) and getattr(f.__wrapped__, "__dynamo_disable", None) is f.__wrapped__)
+report = {"without": now, "params": [p.tolist() for p in net.parameters()], "hooked": len(hooked), "kept": kept,
+          "grad_mode": torch.is_grad_enabled(), "deterministic": torch.are_deterministic_algorithms_enabled(),
+          "dynamo": "torch._dynamo" in sys.modules}
+if sys.argv[1] == "on":  # then a trial that compiles, in the same process: torch's own back, the inductor told
     _compat.torch_without_dynamo(False)
     import torch._inductor.config
     report["inductor_deterministic"] = torch._inductor.config.deterministic
-    zero_grad = torch.optim.Optimizer.zero_grad.__wrapped__
+    optimizer.zero_grad()
+    torch.nn.functional.mse_loss(net(x), y).backward()
+    optimizer.step()  # the optimizer made before: its hook still runs
+    report["hooked_after"] = len(hooked)
     report["restored"] = [hasattr(torch.use_deterministic_algorithms, "_rlsweep_original"),
                           hasattr(torch.optim.Adam.step, "_rlsweep_original"),
-                          getattr(zero_grad, "__dynamo_disable", None) is zero_grad]
+                          [name for name, f in vars(torch.optim.Optimizer).items() if callable(getattr(f, "__wrapped__", None))
+                           and getattr(f.__wrapped__, "__dynamo_disable", None) is f.__wrapped__]]
 print(json.dumps(report))
 """
 
 
 def test_torch_seeds_and_optimizes_without_its_compiler_loaded_and_learns_the_same():
-    """A trial's torch (rlsweep._compat.torch_without_dynamo) loads no torch._dynamo, 1.3-2.3 s of CPU, and its
-    optimizers learn bit for bit what torch's own do; a trial that compiles gets torch's own back."""
+    """A trial's torch (rlsweep._compat.torch_without_dynamo) loads no torch._dynamo (most of a trial's setup),
+    and its optimizers learn bit for bit what torch's own do, hooks and grad mode as torch's; a trial that
+    compiles gets torch's own back."""
     import json
     import subprocess
     import sys
@@ -108,7 +117,21 @@ def test_torch_seeds_and_optimizes_without_its_compiler_loaded_and_learns_the_sa
     without, torchs = run("on"), run("off")
     assert without["without"] and not without["dynamo"], without
     assert not torchs["without"] and torchs["dynamo"]  # what the process would have loaded
+    assert without["kept"] == ["add_param_group", "load_state_dict", "state_dict", "zero_grad"] and torchs["kept"] == []
     assert without["params"] == torchs["params"]
-    assert without["hooked"] == torchs["hooked"] == 5
+    assert without["hooked"] == torchs["hooked"] == 5 and without["grad_mode"] and torchs["grad_mode"]
     assert without["deterministic"] and torchs["deterministic"]
-    assert without["inductor_deterministic"] and without["restored"] == [False, False, False], without
+    assert without["inductor_deterministic"] and without["hooked_after"] == 6, without
+    assert without["restored"] == [False, False, []], without
+
+
+def test_a_config_that_compiles_anywhere_keeps_torchs_own_functions():
+    """What decides whether a trial may run torch without its compiler (rlsweep.trainables._config.compiles)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from rlsweep.trainables._config import compiles
+
+    assert not compiles(PPOConfig())
+    assert compiles(PPOConfig().framework(torch_compile_learner=True))
+    assert compiles(PPOConfig().framework(torch_compile_worker=True))
+    assert compiles(PPOConfig().evaluation(evaluation_config={"torch_compile_worker": True}))

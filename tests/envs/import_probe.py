@@ -25,6 +25,10 @@ class ImportProbe(CartPoleEnv):
     def _record(self, at: str) -> None:
         if self.out:
             loaded = any(name.startswith("opentelemetry") for name in sys.modules)
+            torch = sys.modules.get("torch")
             with open(self.out, "a") as file:
                 file.write(json.dumps({"pid": os.getpid(), "at": at, "opentelemetry": loaded,
-                                       "dynamo": "torch._dynamo" in sys.modules}) + "\n")
+                                       "dynamo": "torch._dynamo" in sys.modules,
+                                       # that the process seeded torch (RLlib's seeding) and made an Adam
+                                       "deterministic": bool(torch and torch.are_deterministic_algorithms_enabled()),
+                                       "adam": bool(torch and getattr(torch.optim.Adam.step, "hooked", False))}) + "\n")

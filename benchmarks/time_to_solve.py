@@ -505,7 +505,8 @@ def main() -> None:
           f"{EVAL_EPISODES} deterministic evaluation episodes every {task.eval_every}; solved at a mean >= {task.solved_at:g}; "
           f"unsolved runs count as the cap ({args.cap_s:.0f} s); seeds {args.seeds}")
     for side in args.sides:
-        times = [r["time_s"] for r in runs if r["side"] == side]
+        # Unsolved counts as the cap, as the header says, also for a sweep that ran out of trials before it.
+        times = [r["time_s"] if r["solved"] else max(r["time_s"], args.cap_s) for r in runs if r["side"] == side]
         solved = sum(r["solved"] for r in runs if r["side"] == side)
         bests = [r["best_eval"] for r in runs if r["side"] == side and r["best_eval"] is not None]
         firsts = [r["startup"]["first_result_s"][0] for r in runs if r["side"] == side and r.get("startup", {}).get("first_result_s")]

@@ -11,7 +11,9 @@ seeds together and gives, for rlsweep against each other side:
 - on how many seeds each side solved first, and a two-sided sign test on those (``scipy.stats.binomtest``;
   seeds where neither solved are ties and left out);
 - for each bar given (``--bar 0.5`` for "at most half", ``--bar 1`` for "no later"): ``met`` where the whole
-  interval lies at or under it, ``not met`` where the whole interval lies above it, ``unsettled`` otherwise.
+  interval lies at or under it, ``not met`` where the whole interval lies above it, ``unsettled`` otherwise;
+- the same for launch to the first trial result, where both sides recorded it (the Tune sides; the ratio and
+  its interval over the seeds that have it).
 
 Runs pair by file and seed. Every run is censored at the smallest cap among the files: an unsolved run, or a
 run solved later than that cap, counts as that cap (``time_to_solve`` counts an unsolved run as its own cap;
@@ -94,6 +96,39 @@ def pairs(files: list[dict[str, Any]], side: str, against: str) -> list[tuple[fl
     return out
 
 
+def first_result(run: dict[str, Any]) -> float | None:
+    """Launch to the run's first trial result (``time_to_solve``'s start-up marks; rl-baselines3-zoo has none)."""
+    marks = (run.get("startup") or {}).get("first_result_s") or []
+    return float(marks[0]) if marks else None
+
+
+def first_result_pairs(files: list[dict[str, Any]], side: str, against: str) -> list[tuple[float, float]]:
+    """(side's, against's) launch to first result per (file, seed) where both have one."""
+    out = []
+    for document in files:
+        by_seed: dict[int, dict[str, dict[str, Any]]] = {}
+        for run in document["runs"]:
+            by_seed.setdefault(run["seed"], {})[run["side"]] = run
+        for seed in sorted(by_seed):
+            a, b = (first_result(by_seed[seed][s]) if s in by_seed[seed] else None for s in (side, against))
+            if a is not None and b is not None:
+                out.append((a, b))
+    return out
+
+
+def interval(a: Any, b: Any, resamples: int, seed: int) -> tuple[float, float]:
+    """The 95% paired percentile-bootstrap interval of median(a) / median(b)."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        point = float(ratio_of_medians(a, b))
+        return point, point  # nothing varies (every run at the cap, say): scipy refuses a degenerate sample
+    found = bootstrap((a, b), ratio_of_medians, paired=True, vectorized=True, n_resamples=resamples,
+                      method="percentile", confidence_level=0.95, rng=np.random.default_rng(seed)).confidence_interval
+    return float(found.low), float(found.high)
+
+
 def ratio_of_medians(a: Any, b: Any, axis: int = -1) -> Any:
     import numpy as np
 
@@ -109,7 +144,7 @@ def compare(files: list[dict[str, Any]], against: str, side: str = "rlsweep", ba
             resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """rlsweep's ``side`` against ``against`` over every seed both ran (see the module's docstring)."""
     import numpy as np
-    from scipy.stats import binomtest, bootstrap
+    from scipy.stats import binomtest
 
     rows = pairs(files, side, against)
     if len(rows) < 2:
@@ -117,12 +152,7 @@ def compare(files: list[dict[str, Any]], against: str, side: str = "rlsweep", ba
     a = np.array([r[0] for r in rows])
     b = np.array([r[1] for r in rows])
     point = float(ratio_of_medians(a, b))
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        low = high = point  # nothing varies (every run at the cap, say): scipy refuses a degenerate sample
-    else:
-        interval = bootstrap((a, b), ratio_of_medians, paired=True, vectorized=True, n_resamples=resamples,
-                             method="percentile", confidence_level=0.95, rng=np.random.default_rng(seed)).confidence_interval
-        low, high = float(interval.low), float(interval.high)
+    low, high = interval(a, b, resamples, seed)
     first = sum(1 for x, y, _, _ in rows if x < y)  # two runs unsolved both count as the cap: a tie
     later = sum(1 for x, y, _, _ in rows if x > y)
     sign_p = float(binomtest(first, first + later).pvalue) if first + later else 1.0
@@ -135,7 +165,23 @@ def compare(files: list[dict[str, Any]], against: str, side: str = "rlsweep", ba
         "first_on": {side: first, against: later, "ties": len(rows) - first - later},
         "sign_test_p": sign_p,
         "bars": {f"{bar:g}": verdict(low, high, bar) for bar in bars},
+        "first_result": first_results(files, side, against, bars, resamples, seed),
     }
+
+
+def first_results(files: list[dict[str, Any]], side: str, against: str, bars: tuple[float, ...], resamples: int,
+                  seed: int) -> dict[str, Any] | None:
+    """Launch to first result, rlsweep's ``side`` against ``against``, where both sides have it on 2 or more seeds."""
+    import numpy as np
+
+    rows = first_result_pairs(files, side, against)
+    if len(rows) < 2:
+        return None
+    a, b = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    low, high = interval(a, b, resamples, seed)
+    return {"seeds": len(rows), "median_s": {side: float(np.median(a)), against: float(np.median(b))},
+            "ratio_of_medians": round(float(ratio_of_medians(a, b)), 3), "ratio_95_interval": [round(low, 3), round(high, 3)],
+            "bars": {f"{bar:g}": verdict(low, high, bar) for bar in bars}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{c['solved'][c['side']]} and {c['solved'][c['against']]}; first on {c['first_on'][c['side']]} and "
               f"{c['first_on'][c['against']]} ({c['first_on']['ties']} ties, sign test p = {c['sign_test_p']:.3g}); "
               + ", ".join(f"<= {bar}: {v}" for bar, v in c["bars"].items()))
+        if c["first_result"]:
+            f = c["first_result"]
+            print(f"  launch to first result: {f['median_s'][c['side']]:.2f} s and {f['median_s'][c['against']]:.2f} s, "
+                  f"{f['ratio_of_medians']:.2f} over {f['seeds']} seeds (95% interval {f['ratio_95_interval'][0]:.2f}-"
+                  f"{f['ratio_95_interval'][1]:.2f}); " + ", ".join(f"<= {bar}: {v}" for bar, v in f["bars"].items()))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"pooled-{args.name}-{dt.datetime.now():%Y-%m-%dT%H%M}.json"
     out.write_text(json.dumps({

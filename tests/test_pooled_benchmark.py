@@ -68,6 +68,30 @@ def test_a_spread_of_seeds_leaves_the_bar_unsettled_and_unsolved_pairs_tie(tmp_p
     assert pooled.compare(pooled.load([results_file(tmp_path, "a.json", runs)]), "zoo")["ratio_95_interval"] == [low, high]
 
 
+def test_launch_to_first_result_compares_where_both_sides_recorded_it(tmp_path):
+    runs = [r for seed, (mine, theirs) in enumerate([(9.0, 10.0), (12.0, 13.0), (10.0, 9.0), (11.0, 15.0)])
+            for r in (("rlsweep", seed, 30.0, True), ("raw-tune", seed, 60.0, True), ("zoo", seed, 50.0, True))]
+    path = results_file(tmp_path, "a.json", runs)
+    document = json.loads(path.read_text())
+    marks = {(0, "rlsweep"): 9.0, (0, "raw-tune"): 10.0, (1, "rlsweep"): 12.0, (1, "raw-tune"): 13.0,
+             (2, "rlsweep"): 10.0, (2, "raw-tune"): 9.0, (3, "rlsweep"): 11.0, (3, "raw-tune"): 15.0}
+    for run in document["runs"]:
+        if (run["seed"], run["side"]) in marks:
+            run["startup"] = {"first_result_s": [marks[run["seed"], run["side"]], 99.0]}  # the first trial's counts
+    document["runs"].append({"side": "rlsweep", "seed": 4, "time_s": 5.0, "solved": True, "startup": {"first_result_s": [1.0]}})
+    path.write_text(json.dumps(document))
+    files = pooled.load([path])
+    tune = pooled.compare(files, "raw-tune", bars=(1.0,))["first_result"]
+    assert tune["seeds"] == 4  # seed 4 has no hand-written Tune run
+    assert tune["median_s"] == {"rlsweep": 10.5, "raw-tune": 11.5}
+    assert tune["ratio_of_medians"] == round(10.5 / 11.5, 3)
+    low, high = tune["ratio_95_interval"]
+    # Between the point and the widest a resample can reach (the smallest over the largest and back).
+    assert 9.0 / 15.0 <= low < 10.5 / 11.5 < high <= 12.0 / 9.0
+    assert tune["bars"] == {"1": pooled.verdict(low, high, 1.0)}
+    assert pooled.compare(files, "zoo")["first_result"] is None  # rl-baselines3-zoo records no trial results
+
+
 def test_a_bar_is_met_only_under_the_whole_interval():
     assert pooled.verdict(0.3, 0.5, 0.5) == "met"
     assert pooled.verdict(0.3, 0.51, 0.5) == "unsettled"

@@ -44,6 +44,8 @@ REPO = HERE.parent
 
 #: What must match between pooled files: the work each side does and what counts as solved.
 SAME_SETUP = ("task", "solved_at", "trials", "env_steps", "eval_every", "concurrency", "eval_episodes")
+#: What each run of a results file must have.
+RUN_FIELDS = frozenset({"side", "seed", "time_s", "solved"})
 RESAMPLES = 10_000
 #: Fewer seeds than this give an interval that means little (five is one time_to_solve run).
 MIN_SEEDS = 5
@@ -66,6 +68,9 @@ def load(paths: list[Path]) -> list[dict[str, Any]]:
             raise PoolError(f"{path}: not a readable results file ({exc})") from None
         if not isinstance(document, dict) or not isinstance(document.get("runs"), list) or "setup" not in document:
             raise PoolError(f"{path}: not a time_to_solve results file (no 'setup' and 'runs')")
+        odd = next((run for run in document["runs"] if not isinstance(run, dict) or not RUN_FIELDS <= run.keys()), None)
+        if odd is not None:
+            raise PoolError(f"{path}: a run without {', '.join(sorted(RUN_FIELDS))}: {str(odd)[:80]}")
         document["_path"] = str(path)
         sides_on: dict[int, set[str]] = {}
         for run in document["runs"]:

@@ -127,6 +127,10 @@ def test_files_that_cannot_pool_are_refused_with_the_file_and_the_reason(tmp_pat
     again = results_file(tmp_path, "c.json", [("rlsweep", 4, 20.0, True), ("zoo", 4, 30.0, True)])
     with pytest.raises(pooled.PoolError, match=r"c\.json: seed 4 is also in .*a\.json"):
         pooled.load([a, again])
+    cut = tmp_path / "f.json"
+    cut.write_text(json.dumps({"setup": SETUP, "runs": [{"side": "rlsweep", "seed": 1, "time_s": 20.0}]}))
+    with pytest.raises(pooled.PoolError, match=r"f\.json: a run without seed, side, solved, time_s"):
+        pooled.load([cut])
     twice = results_file(tmp_path, "d.json", [("rlsweep", 1, 20.0, True), ("rlsweep", 1, 25.0, True)])
     with pytest.raises(pooled.PoolError, match=r"d\.json: side 'rlsweep' ran seed 1 twice"):
         pooled.load([twice])

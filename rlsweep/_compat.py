@@ -519,3 +519,24 @@ def _eager_step(step: Any) -> Any:
 
     setattr(eager, _ORIGINAL, step)
     return eager
+
+
+# --- Ray's node resources without a runtime (ray._private.resource_and_label_spec) ---------------------
+
+
+def local_node_resources(num_cpus: int | None) -> dict[str, float] | None:
+    """The resources (``CPU``, ``GPU``, ``memory`` in bytes, ...) a local runtime started now with
+    ``num_cpus`` would offer, resolved by Ray's own code without starting one; None where that code is not
+    there or fails. Ray 2.60: ``ResourceAndLabelSpec(...).resolve(is_head=True)``, which ``ray.init`` runs
+    for its node (``ray._private.node.Node.get_resource_and_label_spec``).
+
+    Why: ``rlsweep validate`` needs the node's CPUs and memory to tell whether a trial fits; starting Ray
+    for them took most of a validate on a busy machine (about 17 s of 30) where nothing was measured.
+    """
+    try:
+        from ray._private.resource_and_label_spec import ResourceAndLabelSpec
+
+        resolved = ResourceAndLabelSpec(num_cpus=num_cpus).resolve(is_head=True, node_ip_address="127.0.0.1")
+        return {str(k): float(v) for k, v in resolved.to_resource_dict().items()}
+    except Exception:  # any change of Ray's internals: the caller starts Ray and asks it instead
+        return None

@@ -96,6 +96,17 @@ def load_beside_ray(
         raise
 
 
+def check_storage(storage: str | None) -> None:
+    """Refuse a ``storage`` override that cannot hold sweeps (a URI, a file, a folder of the kernel's) before
+    anything starts: it needs no Ray.
+
+    Raises:
+        UsageError: naming the storage and why.
+    """
+    if storage is not None and (problem := storage_problem(storage)):
+        raise UsageError(problem, "storage")
+
+
 def run(
     spec: SweepSpec | str | Path | Mapping[str, Any],
     *,
@@ -123,10 +134,9 @@ def run(
         IncompatibleError: A trial cannot fit the cluster.
     """
     checked_mode(progress)
+    check_storage(storage)
     if not isinstance(spec, SweepSpec):
         spec = load_beside_ray(spec, address=address)
-    if storage is not None and (problem := storage_problem(storage)):
-        raise UsageError(problem, "storage")
     path, errored = sweep.run(
         spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
         trace=trace_target, progress_mode=progress,
@@ -173,16 +183,18 @@ def confirm(
 
 
 def check_memory(spec: SweepSpec, *, address: str | None = None) -> sweep.MemoryFit | None:
-    """What :func:`run` checks before launch, without running the sweep: join ``address`` (or start a
-    local Ray runtime), check that one trial's CPUs fit and that every node sees the spec's storage, then
-    measure one trial at the search space's most memory-hungry corner and how many such trials the nodes'
-    memory holds at once. None when the spec turns the measurement off (``ray.memory_check: false``).
+    """What :func:`run` checks before launch, without running the sweep: that one trial's CPUs fit and that
+    every node sees the spec's storage, then one trial's memory at the search space's most memory-hungry
+    corner (kept from an earlier command, estimated, or measured near the limit) and how many such trials the
+    nodes' memory holds at once. It joins ``address``, or reads this machine's resources as a local runtime
+    would offer them, and starts one only where a trial must be measured. None when the spec turns the
+    measurement off (``ray.memory_check: false``).
 
     Raises:
         IncompatibleError: one trial fits no node (CPUs or memory), or ``budget.max_concurrent`` trials do
             not fit the memory Ray reports.
     """
-    return sweep.fit_memory(spec, sweep.fit_cluster(spec, address, Path(spec.storage)))
+    return sweep.check_memory(spec, address)
 
 
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:

@@ -270,8 +270,9 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rlsweep.api import load_beside_ray, run
+    from rlsweep.api import check_storage, load_beside_ray, run
 
+    check_storage(args.storage)  # before Ray starts: refusing it needs no runtime
     spec = load_beside_ray(args.spec, args.set, address=args.address)
     mode = "none" if args.quiet else args.progress
     result = run(spec, storage=args.storage, address=args.address, verbose=0 if args.quiet else 1, progress=mode)

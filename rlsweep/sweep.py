@@ -38,6 +38,7 @@ from rlsweep.trainables import (
     node_memory_mb,
     plan_for,
     reading_for,
+    reading_without_measuring,
     resource_problems,
     settings_for,
     trials_that_fit,
@@ -405,6 +406,37 @@ def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
         room=lambda estimate: far_below(estimate, nodes, by_cpus, spec.budget.max_concurrent),
     )
     return check_reading(spec, reading, trial_cpus, (nodes, by_cpus))
+
+
+def check_memory(spec: SweepSpec, address: str | None = None) -> MemoryFit | None:
+    """:func:`fit_cluster` then :func:`fit_memory`, for a command that checks and does not run (``rlsweep
+    validate``). Where the sweep would start a runtime of its own and no trial needs measuring (a kept
+    reading, or an estimate far below the room), the node's CPUs and memory are read as Ray would resolve
+    them and no runtime starts: a validate then takes seconds, not Ray's start.
+
+    Raises:
+        IncompatibleError: one trial fits no node (CPUs or memory), or ``budget.max_concurrent`` trials do
+            not fit.
+    """
+    if spec.ray.memory_check and not (address or spec.ray.address or os.environ.get("RAY_ADDRESS") or ray_running()):
+        if (found := _fit_without_runtime(spec)) is not None:
+            return found
+    return fit_memory(spec, fit_cluster(spec, address, Path(spec.storage)))
+
+
+def _fit_without_runtime(spec: SweepSpec) -> MemoryFit | None:
+    """:func:`check_memory` on this machine's resources as a local runtime would offer them; None where
+    that needs a runtime (Ray's resolution failed, or a trial must be measured)."""
+    resources = _compat.local_node_resources(spec.ray.num_cpus)
+    if resources is None:
+        return None
+    cpus, gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
+    problems, trial_cpus = resource_problems(spec, cpus, gpus, [(cpus, gpus)])
+    if problems:
+        raise IncompatibleError(problems)
+    nodes, by_cpus = [resources.get("memory", 0.0) / 2**20], math.floor(cpus / max(trial_cpus, 1e-9))
+    reading = reading_without_measuring(spec, lambda estimate: far_below(estimate, nodes, by_cpus, spec.budget.max_concurrent))
+    return check_reading(spec, reading, trial_cpus, (nodes, by_cpus)) if reading is not None else None
 
 
 def _room(trial_cpus: float) -> tuple[list[float], int]:

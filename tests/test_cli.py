@@ -208,3 +208,33 @@ def test_a_searched_buffer_type_without_a_capacity_gets_the_line_too():
         "SAC: the replay buffer holds 10,000 env steps where it is EpisodeReplayBuffer (EpisodeReplayBuffer's own "
         "default), not SAC's 1,000,000: search_space.training.replay_buffer_config.type draws"), line
     assert "PrioritizedEpisodeReplayBuffer" not in line
+
+
+#: ``rlsweep CMD ...`` in a fresh interpreter that exits 99 where the command left a Ray runtime started.
+_NO_RAY = "import sys, ray; from rlsweep.cli import main; code = main(sys.argv[1:]); sys.exit(99 if ray.is_initialized() else code)"
+
+
+def test_validate_reads_the_memory_room_without_starting_ray(spec_file, tmp_path):
+    """Where no trial needs measuring (its bound is far below the node's memory), validate answers from this
+    machine's resources as a local Ray runtime would offer them: no runtime starts (Ray's start was about 17 s
+    of a 30 s validate on a busy machine)."""
+    document = {**copy.deepcopy(TINY_SPEC), "ray": {"memory_check": True}}
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run([sys.executable, "-c", _NO_RAY, "validate", str(spec_file(document))],
+                          capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "valid (PPO on CartPole-v1" in done.stdout
+    assert "not measured, since twice that fits the nodes" in done.stdout, done.stdout
+    assert "memory: Ray has" in done.stdout and "GB for trials on 1 node" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("storage", ["s3://bucket/sweeps", "a file"])
+def test_run_refuses_a_storage_it_cannot_use_before_ray_starts(spec_file, tmp_path, storage):
+    if storage == "a file":
+        storage = tmp_path / "taken"
+        storage.write_text("")
+    done = subprocess.run([sys.executable, "-c", _NO_RAY, "run", str(spec_file()), "--storage", str(storage)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert done.stderr.startswith("storage: "), done.stderr
+    assert list(tmp_path.glob("results*")) == []

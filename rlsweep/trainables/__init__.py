@@ -18,6 +18,7 @@ from rlsweep.trainables._footprint import (
     memory_fit,
     node_memory_mb,
     reading_for,
+    reading_without_measuring,
     trials_that_fit,
 )
 from rlsweep.trainables._memory import MemoryReading
@@ -58,6 +59,7 @@ __all__ = [
     "non_finite_losses",
     "plan_for",
     "reading_for",
+    "reading_without_measuring",
     "resource_problems",
     "settings_for",
     "static_problems",

@@ -177,8 +177,20 @@ def reading_for(
     an upper bound from the trial's settings with room to spare, that bound
     (:mod:`rlsweep.trainables._estimate`; not with ``ray.memory_check: measure``); else measured now (and
     kept)."""
+    from rlsweep.trainables._readings import remember_reading
+
+    if (known := reading_without_measuring(spec, room)) is not None:
+        return known
+    reading = measure_memory(spec, spec_path)
+    remember_reading(spec, hungriest_draw(spec.search_space), reading)
+    return reading
+
+
+def reading_without_measuring(spec: SweepSpec, room: Callable[[MemoryReading], bool] | None = None) -> MemoryReading | None:
+    """:func:`reading_for`'s answer where it needs no trial run: a kept reading, or an estimate ``room``
+    says the nodes hold with room to spare. None where :func:`reading_for` would measure."""
     from rlsweep.trainables._estimate import estimate_reading
-    from rlsweep.trainables._readings import cached_reading, remember_reading
+    from rlsweep.trainables._readings import cached_reading
 
     draw = hungriest_draw(spec.search_space)
     if (kept := cached_reading(spec, draw)) is not None:
@@ -187,9 +199,7 @@ def reading_for(
         estimate = estimate_reading(spec, draw)
         if estimate is not None and room(estimate):
             return estimate
-    reading = measure_memory(spec, spec_path)
-    remember_reading(spec, draw, reading)
-    return reading
+    return None
 
 
 def measure_memory(spec: SweepSpec, spec_path: str = "search_space") -> MemoryReading:

@@ -58,3 +58,57 @@ def set_in(document: dict[str, Any], parts: list[str], value: Any) -> None:
             target[part] = {}
         target = target[part]
     target[parts[-1]] = value
+
+
+#: What a path segment that indexes a list must be, said in every refusal of one.
+INDEX_RULE = "a list index is written in the ASCII digits 0-9, without a sign or leading zeros (0, 1, 12)"
+#: An index past any list a spec can hold (its values are bounded far below): longer digit strings are not
+#: read as numbers, so Python's limit on ``int(str)`` is never reached.
+_MAX_INDEX_DIGITS = 18
+
+
+def list_index(segment: str) -> int | None:
+    """``segment`` read as a list index, or None where it is not one.
+
+    One form only, so each entry has one name: ASCII digits (``str.isdigit`` also takes ``'²'`` and
+    ``'٣'``, which ``int`` then refuses or reads as 3), no sign, no leading zero (``01`` would name entry 1
+    a second way), at most 18 digits.
+    """
+    if not (0 < len(segment) <= _MAX_INDEX_DIGITS and segment.isascii() and segment.isdigit()):
+        return None
+    if segment[0] == "0" and segment != "0":
+        return None
+    return int(segment)
+
+
+def set_in_lists(document: dict[str, Any], parts: list[str], value: Any) -> None:
+    """:func:`set_in`, except that a segment reaching a list indexes it (``curriculum.schedule.1.0``): an
+    entry the list has, named as :func:`list_index` reads it.
+
+    Raises:
+        ValueError: a segment meets a list and is not the index of one of its entries; the message names
+            the path up to that list, the rule and the segment.
+    """
+    target: Any = document
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(target, list):
+            index = list_index(part)
+            where = ".".join(parts[:depth])
+            if index is None:
+                raise ValueError(f"{where} is a list, so the segment after it is an entry's index; {INDEX_RULE}, got {part!r}")
+            if index >= len(target):
+                has = f"entries 0 to {len(target) - 1}" if target else "no entries"
+                raise ValueError(f"{where} is a list with {has}, so it has no entry {index}")
+            if last:
+                target[index] = value
+            elif not isinstance(target[index], (dict, list)):
+                target[index] = {}
+            target = target[index]
+            continue
+        if last:
+            target[part] = value
+        else:
+            if not isinstance(target.get(part), (dict, list)):
+                target[part] = {}
+            target = target[part]

@@ -26,7 +26,7 @@ import yaml
 from pydantic import ConfigDict, Field, StrictBool, field_validator, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
-from rlsweep._dotted import set_in
+from rlsweep._dotted import INDEX_RULE, list_index, set_in, set_in_lists
 from rlsweep._schedules import Schedule, is_schedule
 from rlsweep._schedules import budget_problems as schedule_budget_problems
 from rlsweep._schedules import parse as parse_schedule
@@ -587,8 +587,11 @@ def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str,
         head, _, tail = key.partition(".")
         if head in ("config", "search_space", "env_config", "stop") and tail:
             set_in(document, [head, tail], value)
-        else:
-            set_in(document, key.split("."), value)
+            continue
+        try:  # a list on the way (curriculum.schedule.1.0) is indexed, not replaced by a mapping
+            set_in_lists(document, key.split("."), value)
+        except ValueError as exc:
+            problems.append(Problem(f"--set {key}", str(exc)))
     if problems:
         raise SpecError(problems)
     if overrides:  # what --set put in holds to the document's limits too (an integer's 64 bits)
@@ -971,6 +974,8 @@ def _cross_section_problems(
     problems += _schedule_problems(config, space, values.get("budget"), budget_given="budget" in doc)
     if ran:
         return problems
+    if "curriculum" in values or "curriculum" not in doc:  # a curriculum that did not parse has its problems
+        problems += _curriculum_parameter_problems(values.get("curriculum"), space)
     problems += _non_finite_problems(config, values.get("env_config", {}), space)
     problems += _seed_problems(config, space)
     mlflow = values.get("mlflow", MlflowSpec())
@@ -1024,19 +1029,52 @@ def _curriculum_problems(curriculum: CurriculumSpec | None, space: SearchSpace) 
     return []
 
 
-#: A search-space path that sets a value of the curriculum's schedule: entry, then 0 (its env steps) or 1 (its task).
-_SCHEDULE_PARAMETER = re.compile(r"^curriculum\.schedule\.(\d+)\.([01])$")
+#: Where a search space sets a value of the curriculum (``curriculum.schedule.<entry>.<0 or 1>``).
+CURRICULUM_PREFIX = "curriculum."
+
+
+def curriculum_slot(path: str) -> tuple[int, int] | None:
+    """The schedule entry and the slot in it (0 its env steps, 1 its task) that the search-space path
+    ``curriculum.schedule.<entry>.<slot>`` sets, or None for any other path. The one reader of these paths:
+    each index is read by :func:`rlsweep._dotted.list_index`."""
+    parts = path.split(".")
+    if len(parts) != 4 or parts[:2] != ["curriculum", "schedule"]:
+        return None
+    entry, slot = list_index(parts[2]), list_index(parts[3])
+    if entry is None or slot not in (0, 1):
+        return None
+    return entry, slot
+
+
+def _curriculum_parameter_problems(curriculum: CurriculumSpec | None, space: SearchSpace) -> list[Problem]:
+    """Every search-space path under ``curriculum.`` sets an entry's env steps or task of the written
+    schedule, named with indices as a list is indexed everywhere."""
+    schedule = curriculum.schedule if curriculum is not None else None
+    problems = []
+    for path in space.paths:
+        if not path.startswith(CURRICULUM_PREFIX):
+            continue
+        slot = curriculum_slot(path)
+        if slot is not None and schedule is not None and slot[0] < len(schedule):
+            continue
+        size = f"{len(schedule)} entries" if schedule is not None else "no curriculum.schedule"
+        parts = path.split(".")
+        bad = [part for part in parts[2:4] if list_index(part) is None] if len(parts) == 4 else []
+        why = f"; {INDEX_RULE}, got {bad[0]!r}" if bad else ""
+        problems.append(Problem(f"search_space.{path}", f"a curriculum parameter is curriculum.schedule.<entry>.<0 for "
+                                f"its env steps, 1 for its task>, of an entry the spec's schedule has ({size}){why}"))
+    return problems
 
 
 def _searched_schedule_problems(schedule: list[list[Any]], space: SearchSpace) -> list[Problem]:
     """Every draw of the searched schedule values keeps the rules of a written schedule: whole env steps,
     0 first, rising in the entries' order (each searched start's range between its neighbours'), and
-    tasks that are numbers or strings. (A path that names no entry is pre-flight's to refuse.)"""
+    tasks that are numbers or strings. (A path that names no entry is :func:`_curriculum_parameter_problems`'s.)"""
     searched = {}
     for parameter in space:
-        match = _SCHEDULE_PARAMETER.match(parameter.path)
-        if match and int(match.group(1)) < len(schedule):
-            searched[int(match.group(1)), int(match.group(2))] = parameter
+        slot = curriculum_slot(parameter.path)
+        if slot is not None and slot[0] < len(schedule):
+            searched[slot] = parameter
     if not searched:
         return []
     problems = []

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from rlsweep import store
+from rlsweep._dotted import list_index
 from rlsweep._zoo import ALGORITHMS, Setting, map_entry, start_value
 from rlsweep.errors import Problem, SpecError, SweepError
 from rlsweep.search_spaces import SearchSpace
@@ -80,9 +81,9 @@ def _zoo_value(settings: Mapping[str, Setting], path: str) -> tuple[Any, str, bo
     if path in settings:
         return settings[path].value, settings[path].source, True
     base, _, end = path.rpartition(".")
-    index = None
-    if base.endswith(".points") and end.isdigit():  # a searched piecewise point's value: <path>.points.<i>
-        base, index = base[: -len(".points")], int(end)
+    index = list_index(end) if base.endswith(".points") else None  # a searched piecewise point's value: <path>.points.<i>
+    if index is not None:
+        base = base[: -len(".points")]
     if (end in ("from", "to") or index is not None) and base in settings:
         value = settings[base].value
         if not isinstance(value, Mapping):  # a constant is every point of its schedule

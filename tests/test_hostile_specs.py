@@ -18,8 +18,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlsweep import load_spec
+from rlsweep import cli, load_spec
 from rlsweep.errors import MAX_PROBLEMS_SHOWN, SpecError
+from rlsweep._dotted import INDEX_RULE
 from rlsweep.spec import MAX_DEPTH, MAX_SPEC_BYTES, MAX_VALUES, parse_yaml
 from tests.conftest import REPO, TINY_SPEC
 
@@ -255,3 +256,76 @@ def test_what_used_to_validate_and_then_fail_every_trial_is_refused_before_launc
     with pytest.raises(SpecError) as caught:
         load_spec(document)
     assert any(p.path == path and says in p.message for p in caught.value.problems), caught.value.problems
+
+
+# --- a list index written with a digit that is not 0-9 ------------------------------------------------
+
+#: Every character ``str.isdigit()`` takes that is not 0-9 ('²', '٣', '①', ...): ``int`` refuses some and
+#: reads others as a number, so an index written with one named no entry, or another entry than it shows.
+_UNICODE_DIGITS = [chr(c) for c in range(0x110000) if chr(c).isdigit() and not chr(c).isascii()]
+_NOT_ASCII_INDEX = st.builds(lambda before, digit, after: before + digit + after, st.from_regex(r"\A[0-9]{0,2}\Z"),
+                             st.sampled_from(_UNICODE_DIGITS), st.from_regex(r"\A[0-9]{0,2}\Z"))
+_CURRICULUM = {"schedule": [[0, 100], [2000, 200], [3000, 500]]}
+
+
+def _curriculum_spec(**changes: Any) -> dict[str, Any]:
+    document = copy.deepcopy(TINY_SPEC)
+    document.update(curriculum=copy.deepcopy(_CURRICULUM), **changes)
+    return document
+
+
+@settings(max_examples=150, deadline=None)
+@given(segment=_NOT_ASCII_INDEX, at=st.sampled_from(["entry", "slot"]),
+       where=st.sampled_from(["search_space", "--set search_space", "--set curriculum"]))
+def test_a_unicode_digit_as_a_list_index_is_refused_with_its_path_wherever_the_path_enters(segment, at, where):
+    path = f"curriculum.schedule.{segment}.1" if at == "entry" else f"curriculum.schedule.1.{segment}"
+    document, overrides = _curriculum_spec(), ()
+    if where == "search_space":
+        document["search_space"][path] = {"choice": [150, 250]}
+    elif where == "--set search_space":
+        overrides = (f"search_space.{path}={{choice: [150, 250]}}",)
+    else:
+        overrides = (f"{path}=250",)
+    try:
+        load_spec(document, overrides, preflight=False)
+    except SpecError as exc:
+        found = {p.path: p.message for p in exc.problems}
+    else:
+        raise AssertionError(f"{path} was accepted in {where}")
+    named = f"--set {path}" if where == "--set curriculum" else f"search_space.{path}"
+    assert list(found) == [named], found
+    if where == "--set curriculum" and at == "slot":  # the entry is a list too: its segment is an index
+        assert found[named].startswith("curriculum.schedule.1 is a list"), found[named]
+    assert INDEX_RULE in found[named] and f"got {segment!r}" in found[named], found[named]
+
+
+@pytest.mark.parametrize(("override", "schedule"), [
+    ("curriculum.schedule.1.0=2500", [[0, 100], [2500, 200], [3000, 500]]),
+    ("curriculum.schedule.2.1=7", [[0, 100], [2000, 200], [3000, 7]]),
+    ("curriculum.schedule.2=[4000, 9]", [[0, 100], [2000, 200], [4000, 9]]),
+])
+def test_a_set_of_a_curriculum_entry_changes_that_entry_and_keeps_the_others(override, schedule):
+    # It used to replace the whole schedule with a mapping {'1': {'0': 2500}}, which validate then refused.
+    assert load_spec(_curriculum_spec(), (override,), preflight=False).curriculum.schedule == schedule
+
+
+@given(segment=_NOT_ASCII_INDEX | st.sampled_from(["01", "-1", "+1", " 1", "1_0", "1.5"]))
+def test_a_warm_start_path_with_a_point_index_not_in_0_9_names_no_zoo_point(segment):
+    from rlsweep._zoo import map_entry
+    from rlsweep.warm_start import _zoo_value
+
+    entry = {"exploration_fraction": 0.5, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.05, "n_timesteps": 1e5}
+    settings_ = map_entry("DQN", "CartPole-v1", entry).settings
+    assert _zoo_value(settings_, "training.epsilon.points.1") is not None  # the ASCII index names the zoo's point 1
+    assert _zoo_value(settings_, f"training.epsilon.points.{segment}") is None
+
+
+@pytest.mark.parametrize("command", [["sample", "-n", "2"], ["validate", "--no-memory-check"]])
+def test_sample_and_validate_refuse_a_superscript_index_in_one_line(tmp_path, capsys, command):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(_curriculum_spec(search_space={"curriculum.schedule.².1": {"choice": [150, 250]}}),
+                                   allow_unicode=True))
+    assert cli.main([command[0], str(path), *command[1:]]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, (out, err)
+    assert err.startswith("search_space.curriculum.schedule.².1: a curriculum parameter is ") and "got '²'" in err, err

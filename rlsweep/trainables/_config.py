@@ -15,7 +15,7 @@ from rlsweep import _compat
 from rlsweep._dotted import unflatten
 from rlsweep._envs import resolve_env
 from rlsweep.errors import Problem, shorten
-from rlsweep.spec import POLICIES_PATH, PolicySetup
+from rlsweep.spec import CURRICULUM_PREFIX, POLICIES_PATH, PolicySetup
 from rlsweep.trainables._schedulable import schedule_problems, with_schedules
 
 if TYPE_CHECKING:
@@ -115,11 +115,6 @@ def settings_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> dict[str, Any]:
         **chosen,
     }
     return with_schedules(spec, settings, chosen)  # schedules in RLlib's [[env_steps, value], ...]
-
-
-#: Search-space paths that set the spec's curriculum (``curriculum.schedule.<entry>.<0: env steps, 1: task>``),
-#: not RLlib's config.
-CURRICULUM_PREFIX = "curriculum."
 
 
 def rllib_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -340,7 +335,6 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
     paths = [("config", p) for p in spec.config] + [
         ("search_space", p) for p in spec.search_space.paths if p != POLICIES_PATH and not p.startswith(CURRICULUM_PREFIX)
     ]
-    problems += _curriculum_path_problems(spec)
     problems += schedule_problems(spec)
     for section, path in paths:
         method, _, rest = path.partition(".")
@@ -361,24 +355,6 @@ def path_problems(spec: SweepSpec) -> list[Problem]:
             continue
         if (method, argument) == ("rl_module", "model_config"):
             problems += _model_config_problems(spec, section, path)
-    return problems
-
-
-def _curriculum_path_problems(spec: SweepSpec) -> list[Problem]:
-    """``search_space.curriculum.schedule.<i>.<j>`` must name an entry of the spec's schedule: j 0 its env
-    steps, j 1 its task."""
-    problems = []
-    schedule = spec.curriculum.schedule if spec.curriculum is not None else None
-    for path in spec.search_space.paths:
-        if not path.startswith(CURRICULUM_PREFIX):
-            continue
-        parts = path.split(".")
-        ok = (len(parts) == 4 and parts[1] == "schedule" and parts[2].isdigit() and parts[3] in ("0", "1")
-              and schedule is not None and int(parts[2]) < len(schedule))
-        if not ok:
-            size = f"{len(schedule)} entries" if schedule is not None else "no curriculum.schedule"
-            problems.append(Problem(f"search_space.{path}", f"a curriculum parameter is curriculum.schedule.<entry>.<0 for "
-                                    f"its env steps, 1 for its task>, of an entry the spec's schedule has ({size})"))
     return problems
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rlsweep._envs import UserCodeFailed, call_user, exception_line, run_problem
 from rlsweep.errors import Problem, shorten
 from rlsweep.search_spaces import Choice, Fixed
+from rlsweep.spec import curriculum_slot
 
 if TYPE_CHECKING:
     from rlsweep.spec import CurriculumSpec, SweepSpec
@@ -106,9 +107,9 @@ def curriculum_for(spec: SweepSpec, sampled: Mapping[str, Any]) -> CurriculumSpe
         return curriculum
     schedule = [list(entry) for entry in curriculum.schedule]
     for path, value in sampled.items():
-        parts = path.split(".")
-        if path.startswith("curriculum.schedule.") and len(parts) == 4:
-            schedule[int(parts[2])][int(parts[3])] = value
+        slot = curriculum_slot(path)  # validate refused every other curriculum path
+        if slot is not None and slot[0] < len(schedule):
+            schedule[slot[0]][slot[1]] = value
     return curriculum.model_copy(update={"schedule": sorted(schedule, key=lambda entry: entry[0])})
 
 
@@ -174,8 +175,8 @@ def _scheduled_tasks(spec: SweepSpec) -> Iterator[tuple[str, Any]]:
     for index, (_, task) in enumerate(curriculum.schedule or () if curriculum is not None else ()):
         yield f"curriculum.schedule.{index}.1", task
     for parameter in spec.search_space:
-        parts = parameter.path.split(".")
-        if parameter.path.startswith("curriculum.schedule.") and len(parts) == 4 and parts[3] == "1":
+        slot = curriculum_slot(parameter.path)
+        if slot is not None and slot[1] == 1:
             domain = parameter.domain
             if isinstance(domain, Fixed):
                 values: tuple[Any, ...] = (domain.value,)

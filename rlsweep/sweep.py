@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
 import logging
 import math
@@ -530,10 +531,6 @@ def _run(
     callbacks: CallbackFactory | None, trace: tracing.TraceTarget | None, tracer: tracing.SweepTracer | tracing.Off,
     progress_mode: str | None = None,
 ) -> tuple[Path, int]:
-    from ray import tune
-
-    from rlsweep.schedulers._traced import TrialSpans, traced_scheduler
-
     with tracer.span("preflight", address=address or spec.ray.address or "local"):
         trial_cpus = fit_cluster(spec, address, Path(storage or spec.storage))
         memory = None
@@ -542,9 +539,21 @@ def _run(
                 memory = fit_memory(spec, trial_cpus)
                 tracer.event("memory_fit", trial_memory_mb=memory.reading.trial_mb if memory else 0.0,
                              concurrency=memory.allowed if memory else 0)
-    reading = memory.reading if memory is not None else None
-
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
+    with _one_line_when_full(path):
+        return _run_in(spec, path, memory, trial_cpus, verbose, stopper, callbacks, trace, tracer, progress_mode)
+
+
+def _run_in(
+    spec: SweepSpec, path: Path, memory: MemoryFit | None, trial_cpus: float, verbose: int, stopper: Any,
+    callbacks: CallbackFactory | None, trace: tracing.TraceTarget | None, tracer: tracing.SweepTracer | tracing.Off,
+    progress_mode: str | None,
+) -> tuple[Path, int]:
+    from ray import tune
+
+    from rlsweep.schedulers._traced import TrialSpans, traced_scheduler
+
+    reading = memory.reading if memory is not None else None
     # With its name, which a dict spec may leave out: reading the YAML back would name it after the file.
     document = {**spec.document, "name": spec.name}
     sweep_id = store.create_experiment(
@@ -600,7 +609,103 @@ def _run(
     with _tune_environment(), _leave_home_as_it_was():
         grid = tuner.fit()
     _raise_spec_problems(path)
-    return path, sum(1 for r in grid if r.error is not None)
+    errored = sum(1 for r in grid if r.error is not None)
+    if errored and storage_is_full(path):  # trials that failed writing their rows or checkpoints
+        raise SweepError(_full_disk_message(path, None))
+    return path, errored
+
+
+#: Free bytes under which the filesystem of a sweep whose driver failed counts as full: Tune's own reads of
+#: what it failed to write (an empty ``error.pkl``) raise other errors than the write's ``ENOSPC``.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def _no_space(exc: BaseException | None) -> OSError | None:
+    """The ``ENOSPC`` / ``EDQUOT`` error in ``exc``'s chain, if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def storage_is_full(folder: Path) -> bool:
+    """Whether the filesystem holding ``folder`` (or its nearest existing parent) has less than
+    :data:`FULL_BELOW_BYTES` free."""
+    for existing in (folder, *folder.parents):
+        try:
+            found = os.statvfs(existing)
+        except OSError:
+            continue
+        return found.f_bavail * found.f_frsize < FULL_BELOW_BYTES
+    return False
+
+
+def _kept(root: Path) -> str:
+    """What a sweep stopped by a full disk left in ``root``, in words."""
+    if not root.is_dir():
+        return "nothing (the experiment directory could not be made)"
+    trials = rows = 0
+    with contextlib.suppress(OSError):
+        for folder in root.iterdir():
+            results = folder / store.RESULT_FILE
+            if folder.is_dir() and results.is_file():
+                trials += 1
+                with contextlib.suppress(OSError), results.open("rb") as lines:
+                    rows += sum(1 for line in lines if line.strip())
+    state = "Tune's experiment state" if store.has_tune_state(root) else "no Tune experiment state (it was not saved)"
+    return f"{root} holds {trials} trial folder(s) with {rows} result row(s) and {state}"
+
+
+def _full_disk_message(root: Path, full: OSError | None, resuming: bool = False) -> str:
+    where = f" writing {full.filename}" if full is not None and full.filename else ""
+    then = (f"free space, then `rlsweep resume {root}` continues the trials that had not finished (those that "
+            "failed writing stay failed), or run the sweep again" if store.has_tune_state(root)
+            else "free space and run the sweep again (nothing of it can be resumed)")
+    return (f"the disk of {root.parent} is full (No space left on device{where}): the sweep "
+            f"{'resumed ' if resuming else ''}stopped. Kept: {_kept(root)}; {then}")
+
+
+class _QuietWhenFull(logging.Filter):
+    """Drops Tune's records about a full disk while a sweep runs: the traceback of each failed save of its
+    experiment state, and its closing "Trials did not complete" when the disk is full; the sweep's own
+    error says both in a line."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and _no_space(record.exc_info[1]) is not None:
+            return False
+        return not (str(record.msg).startswith("Trials did not complete") and storage_is_full(self.root))
+
+
+#: Tune's loggers that speak of a failed write: its experiment state's saver and syncer, and its closing
+#: summary.
+_TUNE_WRITERS = ("ray.tune.execution.experiment_state", "ray.train._internal.syncer", "ray.tune.tune")
+
+
+@contextlib.contextmanager
+def _one_line_when_full(root: Path, resuming: bool = False) -> Iterator[None]:
+    """A sweep whose storage filled up (the spec copy, ``rlsweep.json``, Tune's state, a checkpoint, a row)
+    ends in one :class:`SweepError` that names the folder and what was kept, not a traceback from wherever
+    the write failed or from Tune reading back what it could not write."""
+    quiet = _QuietWhenFull(root)
+    for name in _TUNE_WRITERS:
+        logging.getLogger(name).addFilter(quiet)
+    try:
+        yield
+    except Exception as exc:
+        full = _no_space(exc)
+        if full is None and not storage_is_full(root):
+            raise
+        raise SweepError(_full_disk_message(root, full, resuming)) from None
+    finally:
+        for name in _TUNE_WRITERS:
+            logging.getLogger(name).removeFilter(quiet)
 
 
 def spec_differences(ran: Any, now: Any) -> list[str]:
@@ -672,10 +777,14 @@ def resume(
             param_space=None,
         )
         # A sweep started before rlsweep passed its own loggers relies on Tune's defaults for result.json.
-        with _tune_environment(own_loggers=bool(info.get("own_loggers"))), _leave_home_as_it_was():
+        with _one_line_when_full(root, resuming=True), _tune_environment(own_loggers=bool(info.get("own_loggers"))), \
+                _leave_home_as_it_was():
             grid = tuner.fit()
     _raise_spec_problems(root)
-    return root, spec, sum(1 for r in grid if r.error is not None)
+    errored = sum(1 for r in grid if r.error is not None)
+    if errored and storage_is_full(root):
+        raise SweepError(_full_disk_message(root, None, resuming=True))
+    return root, spec, errored
 
 
 def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
@@ -697,6 +806,8 @@ def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
         raise UsageError(f"{trial_id!r} {why}; its trials: {known}", "TRIAL")
     (trial,) = found
     recorded = (trial.settings or {}).get("config")
+    if unreadable := [d for d in trial.damage if d.startswith(str(trial.path / store.TRIAL_FILE))]:
+        raise UsageError(f"cannot rerun trial {trial.trial_id}: {unreadable[0]}", "TRIAL")
     if not isinstance(recorded, dict):
         raise UsageError(f"trial {trial.trial_id} recorded no settings (it never started, or ran before rlsweep "
                          "recorded them), so there is nothing to rerun", "TRIAL")

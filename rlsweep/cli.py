@@ -556,6 +556,30 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _address(text: str) -> str:
+    """``--address``: a usage error (exit 2) for a control character or whitespace, as in ``ray.address``."""
+    from rlsweep.spec import url_text_problem
+
+    if problem := url_text_problem(text):
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def _tracking_uri(text: str) -> str:
+    """``--tracking-uri``: a usage error (exit 2) for a character ``mlflow.tracking_uri`` may not hold."""
+    from urllib.parse import urlsplit
+
+    from rlsweep.spec import is_local_store, url_text_problem
+
+    try:
+        local = is_local_store(urlsplit(text).scheme)
+    except ValueError:  # the store's own check names what is wrong with it
+        local = False
+    if problem := url_text_problem(text, local_path=local):
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rlsweep.analysis import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP
     from rlsweep.search_spaces import SEARCHERS
@@ -570,7 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("validate", help="check a spec and what one trial's memory needs; exit 2 listing every problem")
     p.add_argument("spec")
-    p.add_argument("--address", help="check against this Ray cluster: 'auto' or 'ray://host:port' (default: the spec's ray.address, else a local runtime)")
+    p.add_argument("--address", type=_address, help="check against this Ray cluster: 'auto' or 'ray://host:port' (default: the spec's ray.address, else a local runtime)")
     p.add_argument("--no-memory-check", action="store_true",
                    help="check the spec without Ray: skip checking one trial's memory at the space's hungriest corner")
     with_set(p)
@@ -601,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="run a sweep, print the best trial, export to MLflow")
     p.add_argument("spec")
     p.add_argument("--storage")
-    p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
+    p.add_argument("--address", type=_address, help="join a Ray cluster: 'auto' or 'ray://host:port'")
     p.add_argument("--quiet", action="store_true", help="no progress: only failed trials and the result")
     p.add_argument("--progress", choices=["bar", "lines", "results", "none"],
                    help="bar: a live view (default on a terminal); lines: a summary line at most every 10 s and a "
@@ -613,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("resume", help="continue an interrupted sweep; finished trials are not rerun")
     p.add_argument("dir")
     p.add_argument("--spec", help="the spec file you mean to resume with: refused, with the differences, if edited")
-    p.add_argument("--address", help="join a Ray cluster: 'auto' or 'ray://host:port'")
+    p.add_argument("--address", type=_address, help="join a Ray cluster: 'auto' or 'ray://host:port'")
     p.set_defaults(handler=_resume)
 
     p = commands.add_parser("reproduce", help="rerun one trial from its recorded config and seed, into a new directory")
@@ -630,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=5, help="test seeds per configuration, the first of seeds.test (default 5)")
     p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
     p.add_argument("--trial", action="append", help="confirm this trial (repeatable) instead of the top ones")
-    p.add_argument("--address", help="join this Ray cluster instead of starting a local runtime")
+    p.add_argument("--address", type=_address, help="join this Ray cluster instead of starting a local runtime")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_confirm)
 
@@ -667,14 +691,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("ui", help="start the MLflow UI for a sweep's store on 127.0.0.1 and print its address")
     p.add_argument("dir", nargs="?", help="an experiment directory: use its spec's tracking URI and experiment")
-    p.add_argument("--tracking-uri", help=f"the store (default: the spec's, else {DEFAULT_TRACKING_URI})")
+    p.add_argument("--tracking-uri", type=_tracking_uri, help=f"the store (default: the spec's, else {DEFAULT_TRACKING_URI})")
     p.add_argument("--experiment", help="open this experiment's runs page")
     p.add_argument("--port", type=int, help="default: a free port")
     p.set_defaults(handler=_ui)
 
     p = commands.add_parser("export", help="log the sweep to MLflow (idempotent)")
     p.add_argument("dir")
-    p.add_argument("--tracking-uri")
+    p.add_argument("--tracking-uri", type=_tracking_uri)
     p.add_argument("--experiment")
     p.set_defaults(handler=_export)
     return parser

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -784,8 +785,34 @@ _MLFLOW_SCHEMES = frozenset({"", "file", "http", "https", "databricks", "databri
 _MLFLOW_DATABASES = frozenset({"postgresql", "mysql", "sqlite", "mssql"})
 
 
+#: Unicode's control characters (Cc: C0, DEL, C1), format characters (Cf: zero-width and bidi marks, which
+#: show nothing) and lone surrogates (Cs: no encoding holds them); whitespace is ``str.isspace``.
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs"})
+
+
+def url_text_problem(url: str, *, local_path: bool = False) -> str | None:
+    """Why ``url`` holds a character no URL may, or None: a control character or whitespace. urllib drops
+    a tab or a newline without a word (``http://host/\nHost: evil`` is read as ``http://host/Host: evil``),
+    and a client may send the rest on as a line of its own.
+
+    Args:
+        local_path: ``url`` names a file or folder on this machine (``sqlite:///My Runs/mlflow.db``, a
+            folder path): a space inside it is a name's, and is kept; at its start or end it is refused.
+    """
+    for position, char in enumerate(url):
+        if local_path and char == " " and 0 < position < len(url) - 1:
+            continue
+        if char.isspace() or unicodedata.category(char) in _CONTROL_CATEGORIES:
+            rule = ("a store's path holds no control character, and no whitespace but a space inside it" if local_path
+                    else "a URL holds no control character or whitespace")
+            return f"{rule}; got {shorten(url)}, with {char!r} at character {position}"
+    return None
+
+
 def http_url_problem(url: str) -> str | None:
     """Why ``url`` is not an http(s) URL with a host and a valid port, or None."""
+    if problem := url_text_problem(url):
+        return problem
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
@@ -805,7 +832,9 @@ def tracking_uri_problem(uri: str) -> str | None:
     try:
         scheme = urlsplit(uri).scheme
     except ValueError as exc:
-        return f"is not a URI ({exc}): {shorten(uri)}"
+        return url_text_problem(uri) or f"is not a URI ({exc}): {shorten(uri)}"
+    if problem := url_text_problem(uri, local_path=is_local_store(scheme)):
+        return problem
     if len(scheme) == 1:  # C:\mlruns: a Windows drive, a plain path to MLflow
         return None
     if scheme in ("http", "https"):
@@ -821,6 +850,11 @@ def tracking_uri_problem(uri: str) -> str | None:
         return None
     return (f"has the scheme {scheme!r}, which MLflow has no tracking store for; use a folder path, "
             f"sqlite:///mlflow.db, postgresql://, mysql://, mssql://, http(s)://host:port or databricks; got {shorten(uri)}")
+
+
+def is_local_store(scheme: str) -> bool:
+    """Whether a tracking URI of ``scheme`` names a file or folder of this machine (a path, file:, SQLite)."""
+    return len(scheme) <= 1 or scheme == "file" or scheme.partition("+")[0] == "sqlite"
 
 
 def storage_problem(storage: str) -> str | None:
@@ -981,6 +1015,9 @@ def _cross_section_problems(
     mlflow = values.get("mlflow", MlflowSpec())
     if mlflow is not None and (problem := tracking_uri_problem(mlflow.tracking_uri)):
         problems.append(Problem("mlflow.tracking_uri", problem))
+    ray = values.get("ray")
+    if ray is not None and ray.address is not None and (problem := url_text_problem(ray.address)):
+        problems.append(Problem("ray.address", problem))
     problems += _tracing_problems(values.get("tracing"), mlflow)
     return problems
 

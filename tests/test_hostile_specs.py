@@ -4,23 +4,26 @@ is refused, not expanded."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import math
 import os
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rlsweep import cli, load_spec
-from rlsweep.errors import MAX_PROBLEMS_SHOWN, SpecError
 from rlsweep._dotted import INDEX_RULE
+from rlsweep.errors import MAX_PROBLEMS_SHOWN, SpecError
 from rlsweep.spec import MAX_DEPTH, MAX_SPEC_BYTES, MAX_VALUES, parse_yaml
 from tests.conftest import REPO, TINY_SPEC
 
@@ -329,3 +332,81 @@ def test_sample_and_validate_refuse_a_superscript_index_in_one_line(tmp_path, ca
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, (out, err)
     assert err.startswith("search_space.curriculum.schedule.².1: a curriculum parameter is ") and "got '²'" in err, err
+
+
+# --- a URL with a control character or whitespace ------------------------------------------------------
+
+#: Every URL a spec takes, as a valid value with a place to put a character: (section, key, before, after).
+_URL_FIELDS = {
+    "tracing.otlp_endpoint": ("tracing", "otlp_endpoint", "http://127.0.0.1:4318/", "v1/traces"),
+    "mlflow.tracking_uri (http)": ("mlflow", "tracking_uri", "http://127.0.0.1:5000/", "mlflow"),
+    "mlflow.tracking_uri (postgresql)": ("mlflow", "tracking_uri", "postgresql://user@db.example/", "mlflow"),
+    "mlflow.tracking_uri (sqlite)": ("mlflow", "tracking_uri", "sqlite:///", "mlflow.db"),
+    "ray.address": ("ray", "address", "ray://127.0.0.1:", "10001"),
+}
+#: Unicode's control, format and surrogate characters and every whitespace character (str.isspace: Zs, Zl,
+#: Zp and the C0/C1 ones).
+_UNSAFE = st.characters(categories=["Cc", "Cf", "Cs", "Zs", "Zl", "Zp"])
+
+
+def _url_problems(field: str, url: str) -> dict[str, str]:
+    section, key, _, _ = _URL_FIELDS[field]
+    return _problems_of(_spec_with({section: {key: url}}))
+
+
+def _spec_with(sections: dict[str, Any]) -> dict[str, Any]:
+    document = copy.deepcopy(TINY_SPEC)
+    document.update(sections)
+    return document
+
+
+def _problems_of(document: dict[str, Any]) -> dict[str, str]:
+    error = _outcome(document)
+    return {p.path: p.message for p in error.problems} if error is not None else {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(field=st.sampled_from(sorted(_URL_FIELDS)), char=_UNSAFE, where=st.sampled_from(["start", "inside", "end"]))
+@example(field="mlflow.tracking_uri (sqlite)", char=" ", where="inside").via("a folder named with a space")
+@example(field="mlflow.tracking_uri (sqlite)", char=" ", where="end").via("a space after the file's name")
+@example(field="mlflow.tracking_uri (http)", char=" ", where="inside").via("a space in a server's URL")
+def test_any_url_with_a_control_character_or_whitespace_is_refused_at_its_path(field, char, where):
+    section, key, before, after = _URL_FIELDS[field]
+    path = f"{section}.{key}"
+    assert path not in _url_problems(field, before + after)  # the URL itself is one the spec takes
+    url = {"start": char + before + after, "inside": before + char + after, "end": before + after + char}[where]
+    local = field.endswith("(sqlite)")
+    if local and char == " " and where == "inside":  # sqlite:///My Runs/mlflow.db: a folder's name may hold a space
+        assert path not in _url_problems(field, url)
+        return
+    message = _url_problems(field, url).get(path)
+    assert message is not None, f"{url!r} accepted at {path}"
+    if unicodedata.category(char) == "Cs":  # a lone surrogate is no text: pydantic refuses it first, at the path
+        return
+    # (a character before the scheme makes it no scheme: the URI is then read as a path, and told so)
+    assert "holds no control character" in message and f"with {char!r} at character {url.index(char)}" in message, message
+
+
+def test_the_issues_otlp_endpoint_with_a_newline_is_refused_with_the_newline_shown():
+    problems = _problems_of(_spec_with({"tracing": {"otlp_endpoint": "http://127.0.0.1:4318/\nHost: evil"}}))
+    assert problems["tracing.otlp_endpoint"].startswith(
+        "a URL holds no control character or whitespace; got 'http://127.0.0.1:4318/\\nHost: evil', with '\\n' at character 22")
+
+
+_URL_OPTIONS = [
+    ("validate", "--address"), ("run", "--address"), ("resume", "--address"), ("confirm", "--address"),
+    ("ui", "--tracking-uri"), ("export", "--tracking-uri"),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(option=st.sampled_from(_URL_OPTIONS), char=_UNSAFE.filter(lambda c: c != "\0"))  # a NUL cannot be an argv
+def test_a_url_option_with_a_control_character_or_whitespace_is_a_usage_error(option, char):
+    command, flag = option
+    url = f"ray://127.0.0.1:{char}10001" if flag == "--address" else f"http://127.0.0.1:5000/{char}x"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exited:
+        cli.main([command, "no-such-file-or-dir", flag, url])
+    assert exited.value.code == 2
+    assert f"argument {flag}: a URL holds no control character or whitespace; got " in err.getvalue(), err.getvalue()
+    assert f"with {char!r} at character" in err.getvalue() and "Traceback" not in err.getvalue()

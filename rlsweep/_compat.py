@@ -1,7 +1,9 @@
-"""Every Ray/RLlib private internal rlsweep touches, in one place, each with the version it was written
-against and why. Tested against Ray 2.60.0 (``constraints.txt``); on an upgrade, this file is the list to
-check. Nothing else in the package names a private attribute of Ray or RLlib. The one torch internal
-(:func:`torch_without_dynamo`, torch 2.13) is here too.
+"""Every private internal of Ray, RLlib or another dependency that rlsweep touches, in one place, each with
+the version it was written against and why. Tested against Ray 2.60.0 (``constraints.txt``), torch 2.13, Ax
+1.3 and OpenTelemetry's exporter 1.45; on an upgrade, this file is the list to check. Nothing else in the
+package names another package's private attribute, module or method, nor overrides one: a class that changes
+a private method of RLlib's does it through a mixin here that hands it to a method of public name
+(:class:`LearnerUpdateSeams`, :class:`ReplaySamplerSeam`). ``tests/test_structure.py`` finds any other use.
 """
 
 from __future__ import annotations
@@ -66,6 +68,16 @@ def drop_message(name: str, start: str) -> None:
 #: The logger's name and the notice's start, as :func:`drop_message` takes them.
 MODULE_CONFIG_NOTICE = ("ray._common.deprecation", "DeprecationWarning: `RLModule(config=[RLModuleConfig object])`")
 
+#: Ray 2.60 warns on every local start that it enabled token authentication for the local runtime (a default
+#: the user cannot act on here: rlsweep's runtime listens on this machine only), from a logger named for its
+#: private module. The logger's name and the notice's start, as :func:`drop_message` takes them.
+TOKEN_AUTHENTICATION_NOTICE = ("ray._private.authentication.authentication_token_setup",
+                               "Token authentication is enabled for this Ray cluster")
+
+#: The logger of Tune's syncer, which says when it could not upload a trial's or the experiment's files. Ray 2.60
+#: names it for its private module (``logging.getLogger(__name__)`` in ``ray/train/_internal/syncer.py``).
+TUNE_SYNCER_LOGGER = "ray.train._internal.syncer"
+
 
 def set_optimizer_learning_rate(learner: Any, optimizer: Any, value: float) -> None:
     """Ray 2.60: ``Learner._set_optimizer_lr`` (no public setter)."""
@@ -97,12 +109,50 @@ def tap_log_time(logger: Any, on_block: Callable[[Any, Any], Any]) -> None:
     logger.log_time = log_time
 
 
-# The lean update (``rlsweep.trainables._lean_update.LeanTorchUpdate``) overrides two of Ray 2.60's private
-# learner methods, ``Learner._create_iterator_if_necessary`` (keyword arguments only; returns an iterable of
-# ``MultiAgentBatch`` or ``{}``) and ``TorchLearner._uncompiled_update(batch)`` (returns ``(fwd_out,
-# loss_per_module, {})``; ``_update`` calls it through ``_possibly_compiled_update``), and reads the rest
-# through the functions below. Why: RLlib's update spends about as much Python around each minibatch as the
-# torch work (benchmarks/step_cost.py), and these are the only seams between its loop and its loss.
+class LearnerUpdateSeams:
+    """A mixin, before a torch learner class among the bases, that hands the two private seams of RLlib's
+    ``Learner.update`` to methods of public name, each RLlib's own unless a subclass changes it:
+    :meth:`make_minibatches` and :meth:`update_on_minibatch`. Ray 2.60: ``Learner._create_iterator_if_necessary``
+    (keyword arguments only; returns an iterable of ``MultiAgentBatch`` or ``{}``) and
+    ``TorchLearner._uncompiled_update(batch, **kwargs)`` (returns ``(fwd_out, loss_per_module, {})``; ``_update``
+    calls it through ``_possibly_compiled_update``).
+
+    Why: RLlib's update spends about as much Python around each minibatch as the torch work
+    (benchmarks/step_cost.py), and these are the only seams between its loop and its loss; the lean update
+    (``rlsweep.trainables._lean_update.LeanTorchUpdate``) changes both, and reads the rest through the
+    functions below.
+    """
+
+    def _create_iterator_if_necessary(self, **kwargs: Any) -> Any:
+        return self.make_minibatches(**kwargs)
+
+    def make_minibatches(self, **kwargs: Any) -> Any:
+        """The minibatches of one update (RLlib's ``_create_iterator_if_necessary``)."""
+        return super()._create_iterator_if_necessary(**kwargs)  # type: ignore[misc]
+
+    def _uncompiled_update(self, batch: dict[str, Any], **kwargs: Any) -> Any:
+        return self.update_on_minibatch(batch, **kwargs)
+
+    def update_on_minibatch(self, batch: dict[str, Any], **kwargs: Any) -> Any:
+        """One minibatch's forward pass, loss, gradients and step (RLlib's ``_uncompiled_update``)."""
+        return super()._uncompiled_update(batch, **kwargs)  # type: ignore[misc]
+
+
+def learner_connector(learner: Any) -> Any:
+    """A built learner's connector pipeline, or None. Ray 2.60: ``Learner._learner_connector``, which
+    ``Learner.build`` makes from the config (no public getter). Why: rlsweep's PPO learner puts a piece of its
+    own right after RLlib's advantage estimation in it."""
+    return learner._learner_connector
+
+
+def trains_as_multi_rl_module(modules: Any) -> bool:
+    """Whether a multi-module's training forward pass is RLlib's ``MultiRLModule``'s (each module's own in
+    turn), not one its class overrides. Ray 2.60: ``MultiRLModule._forward_train``, the method a subclass
+    overrides. Why: the lean update runs each module's forward pass itself, only where the multi-module would
+    do just that."""
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+
+    return type(modules)._forward_train is MultiRLModule._forward_train
 
 
 def cyclic_minibatch_settings(iterator: Any) -> tuple[Any, int, int, bool, int]:
@@ -160,6 +210,86 @@ def evaluation_env_to_module_connector(factory: Callable[..., Any]) -> dict[str,
     the evaluation episodes to them (``update_stats=False``), as a restored policy does.
     """
     return {"_env_to_module_connector": factory}
+
+
+# --- RLlib configs (ray.rllib.algorithms.algorithm_config.AlgorithmConfig) ------------------------------
+
+
+def configured_learner_class(config: Any) -> Any:
+    """The learner class a config was given (``learners(learner_class=...)``), or None. Ray 2.60:
+    ``AlgorithmConfig._learner_class``; the public ``learner_class`` falls back to the algorithm's default, so
+    it cannot say whether one was given. Why: every PPO trial trains with rlsweep's learner unless the spec
+    names a learner class of its own."""
+    return config._learner_class
+
+
+def configured_learner_connector(config: Any) -> Any:
+    """The learner connector a config was given (``learners(learner_connector=...)``), or None. Ray 2.60:
+    ``AlgorithmConfig._learner_connector`` (no public getter; ``build_learner_connector`` builds the whole
+    pipeline). Why: the fast replay buffer puts its columns piece first only where the spec gave none."""
+    return config._learner_connector
+
+
+# --- RLlib replay buffers (ray.rllib.utils.replay_buffers.episode_replay_buffer.EpisodeReplayBuffer) ----
+
+
+class ReplaySamplerSeam:
+    """A mixin, before ``EpisodeReplayBuffer`` among the bases, that hands the buffer's private sampler to a
+    method of public name, RLlib's own unless a subclass changes it: :meth:`sample_transitions`. Ray 2.60:
+    ``EpisodeReplayBuffer._sample_episodes(num_items, *, batch_size_B, batch_length_T, n_step, gamma, ...)``,
+    which ``sample`` calls with ``sample_episodes=True`` (SAC's and DQN's default). Why: the fast replay
+    buffer (``rlsweep.trainables._replay``) samples 1-step transitions without RLlib's per-sample waste; its
+    state is read through the functions below."""
+
+    def _sample_episodes(self, *args: Any, **kwargs: Any) -> Any:
+        return self.sample_transitions(*args, **kwargs)
+
+    def sample_transitions(self, *args: Any, **kwargs: Any) -> Any:
+        """The sampled episodes (RLlib's ``_sample_episodes``)."""
+        return super()._sample_episodes(*args, **kwargs)  # type: ignore[misc]
+
+
+def replay_timestep_indices(buffer: Any) -> list[tuple[int, int]]:
+    """``(episode index, timestep)`` of every timestep an ``EpisodeReplayBuffer`` holds, the list it samples
+    from; an episode's index counts the evicted ones (:func:`replay_episodes_evicted`). Ray 2.60:
+    ``EpisodeReplayBuffer._indices``."""
+    return buffer._indices  # type: ignore[no-any-return]
+
+
+def replay_episodes_evicted(buffer: Any) -> int:
+    """How many episodes an ``EpisodeReplayBuffer`` evicted. Ray 2.60: ``_num_episodes_evicted``."""
+    return buffer._num_episodes_evicted  # type: ignore[no-any-return]
+
+
+def reset_last_sampled_indices(buffer: Any) -> None:
+    """Empty the indices an ``EpisodeReplayBuffer``'s last sample drew, as its sampler does first. Ray 2.60:
+    ``_last_sampled_indices`` (prioritized buffers fill it for their priority updates; the uniform one's
+    sampler only empties it)."""
+    buffer._last_sampled_indices = []
+
+
+def log_replay_sample_metrics(buffer: Any, **counts: Any) -> None:
+    """Log a sample's counts in an ``EpisodeReplayBuffer``'s metrics, as its sampler does. Ray 2.60:
+    ``EpisodeReplayBuffer._update_sample_metrics`` (keyword arguments: ``num_env_steps_sampled``,
+    ``agent_to_...``, ``module_to_...``)."""
+    buffer._update_sample_metrics(**counts)
+
+
+def replay_metrics_window(buffer: Any, default: int) -> int:
+    """The episodes an ``EpisodeReplayBuffer`` smooths its metrics over, the constructor's
+    ``metrics_num_episodes_for_smoothing`` (``default`` where it has none). Ray 2.60:
+    ``_metrics_num_episodes_for_smoothing``. Why: the fast buffer that replaces RLlib's keeps its setting."""
+    return getattr(buffer, "_metrics_num_episodes_for_smoothing", default)  # type: ignore[no-any-return]
+
+
+# --- RLlib catalogs (ray.rllib.core.models.catalog.Catalog) ---------------------------------------------
+
+
+def catalog_model_config(catalog: Any) -> dict[str, Any]:
+    """A catalog's model config: RLlib's defaults with the module's ``model_config`` over them. Ray 2.60:
+    ``Catalog._model_config_dict`` (no public getter), which RLlib's own SAC catalog reads to build its Q
+    encoder. Why: ``critic: concat`` builds its Q encoder from the same settings."""
+    return catalog._model_config_dict  # type: ignore[no-any-return]
 
 
 # --- RLlib episodes ------------------------------------------------------------------------------------
@@ -540,3 +670,28 @@ def local_node_resources(num_cpus: int | None) -> dict[str, float] | None:
         return {str(k): float(v) for k, v in resolved.to_resource_dict().items()}
     except Exception:  # any change of Ray's internals: the caller starts Ray and asks it instead
         return None
+
+
+# --- Ax's client (ax.api.Client, Ax 1.3) ---------------------------------------------------------------
+
+
+def ax_client_seed(client: Any) -> int | None:
+    """The seed an Ax ``Client`` was made with (None: unseeded). Ax 1.3.1: ``Client._random_seed``, which
+    ``save_to_json_file`` leaves out. Why: without it a resumed sweep's model fits are unseeded."""
+    return getattr(client, "_random_seed", None)
+
+
+def set_ax_client_seed(client: Any, seed: int) -> None:
+    """Give an Ax ``Client`` loaded from JSON the seed it was made with. Ax 1.3.1: ``Client._random_seed``
+    (the constructor's ``random_seed``; ``load_from_json_file`` takes none)."""
+    client._random_seed = seed
+
+
+# --- OpenTelemetry's OTLP exporter (opentelemetry-exporter-otlp-proto-http 1.45) -----------------------
+
+
+def otlp_endpoint(exporter: Any, default: str) -> str:
+    """Where an OTLP span exporter sends its spans, or ``default`` for one that does not say. OpenTelemetry
+    1.45: ``OTLPSpanExporter._endpoint`` (the argument, or the URL the environment resolves to). Why: the
+    warning that spans are being dropped names where they could not go."""
+    return getattr(exporter, "_endpoint", default)  # type: ignore[no-any-return]

@@ -308,9 +308,11 @@ class PausingExporter:
             self.paused_until = self.clock() + self.pause_s
             import logging
 
+            from rlsweep import _compat
+
             logging.getLogger("rlsweep.tracing").warning(
                 "could not send %d span(s) to %s; spans are dropped for the next %.0f s",
-                len(spans), getattr(self.inner, "_endpoint", "the OTLP endpoint"), self.pause_s,
+                len(spans), _compat.otlp_endpoint(self.inner, "the OTLP endpoint"), self.pause_s,
             )
         return result
 

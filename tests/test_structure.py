@@ -451,26 +451,7 @@ def private_uses(root: Path = PACKAGE, *, skip: tuple[str, ...] = ("_compat.py",
 
 #: A dependency's private names used outside ``rlsweep/_compat.py``, for now: (file, name) -> where they go.
 #: A use not listed here fails the test below, and so does an entry no use needs any more.
-PRIVATE_USES_ALLOWED: dict[tuple[str, str], str] = {
-    ("rlsweep/search_spaces/_ax.py", "_random_seed"): "Ax's client seed, left out of its JSON",
-    ("rlsweep/sweep.py", "ray._private.authentication.authentication_token_setup"): "the logger of Ray's token notice",
-    ("rlsweep/tracing.py", "_endpoint"): "OpenTelemetry's OTLP exporter's endpoint, for a warning",
-    ("rlsweep/trainables/_config.py", "_learner_class"): "whether the config names a learner class itself",
-    ("rlsweep/trainables/_critic.py", "_forward"): "TorchMLPEncoder's forward pass, overridden",
-    ("rlsweep/trainables/_critic.py", "_build_qf_encoder_continuous"): "SACCatalog's Q encoder, overridden",
-    ("rlsweep/trainables/_critic.py", "_model_config_dict"): "SACCatalog's model config",
-    ("rlsweep/trainables/_lean_update.py", "_forward_train"): "whether a multi-module trains as RLlib's",
-    ("rlsweep/trainables/_lean_update.py", "_create_iterator_if_necessary"): "Learner's minibatches, overridden",
-    ("rlsweep/trainables/_lean_update.py", "_uncompiled_update"): "TorchLearner's minibatch update, overridden",
-    ("rlsweep/trainables/_ppo_learner.py", "_learner_connector"): "the learner's connector pipeline",
-    ("rlsweep/trainables/_replay.py", "_sample_episodes"): "EpisodeReplayBuffer's sampler, overridden",
-    ("rlsweep/trainables/_replay.py", "_last_sampled_indices"): "EpisodeReplayBuffer's state",
-    ("rlsweep/trainables/_replay.py", "_indices"): "EpisodeReplayBuffer's state",
-    ("rlsweep/trainables/_replay.py", "_num_episodes_evicted"): "EpisodeReplayBuffer's state",
-    ("rlsweep/trainables/_replay.py", "_update_sample_metrics"): "EpisodeReplayBuffer's metrics",
-    ("rlsweep/trainables/_replay.py", "_metrics_num_episodes_for_smoothing"): "EpisodeReplayBuffer's setting",
-    ("rlsweep/trainables/_replay.py", "_learner_connector"): "whether the config names a learner connector",
-}
+PRIVATE_USES_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def test_a_dependencys_private_names_are_used_only_in_the_compat_module():

@@ -27,6 +27,7 @@ from pydantic import Field, StrictInt
 
 from ray.tune.search import Searcher
 
+from rlsweep import _compat
 from rlsweep._schema import Section
 from rlsweep.errors import IncompatibleError, Problem
 from rlsweep.search_spaces._base import (
@@ -237,7 +238,7 @@ class AxTuneSearcher(OwnSearcher):
             with open(path) as snapshot:
                 state["client"] = snapshot.read()
         # Ax's JSON leaves out the client's seed: without it a resumed sweep's model fits are unseeded.
-        state["client_seed"] = getattr(self.client, "_random_seed", None)
+        state["client_seed"] = _compat.ax_client_seed(self.client)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -254,7 +255,7 @@ class AxTuneSearcher(OwnSearcher):
             state["client"] = Client.load_from_json_file(path)
         seed = state.pop("client_seed", None)
         if seed is not None:
-            state["client"]._random_seed = seed
+            _compat.set_ax_client_seed(state["client"], seed)
         self.__dict__.update(state)
 
     def save(self, checkpoint_path: str) -> None:

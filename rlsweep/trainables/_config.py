@@ -223,7 +223,7 @@ def build_config(spec: SweepSpec, sampled: Mapping[str, Any]) -> AlgorithmConfig
 
         if isinstance(config.clip_param, list):  # a schedule, in RLlib's format
             config.learners(learner_class=_ppo_learner.ClipScheduledPPOTorchLearner)
-        elif config._learner_class is None:  # RLlib's own; a learner_class the spec sets stays
+        elif _compat.configured_learner_class(config) is None:  # RLlib's own; a learner_class the spec sets stays
             config.learners(learner_class=_ppo_learner.RlsweepPPOTorchLearner)
     if spec.updates_per_env_step is not None:  # the pre-flight has checked the algorithm has a replay ratio
         config.training(training_intensity=training_intensity(config, spec.updates_per_env_step))

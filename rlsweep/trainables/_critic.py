@@ -1,6 +1,6 @@
 """``critic: concat``: SAC's Q networks as Stable-Baselines3 builds them, through RLlib's own extension point.
 
-RLlib's SAC (ray 2.60, ``SACCatalog._build_qf_encoder_continuous``) encodes the observation and the action in
+RLlib's SAC (ray 2.60, ``SACCatalog.build_qf_encoder``) encodes the observation and the action in
 two streams of ``fcnet_hiddens`` and fuses them through ``fusionnet_hiddens``: 658,433 parameters per Q network
 on Pendulum-v1 with [256, 256]. Stable-Baselines3's critic is one MLP on the observation and the action
 concatenated: 67,329. The catalog's docstring invites overriding the Q encoder; this one concatenates and
@@ -25,19 +25,25 @@ from ray.rllib.core.models.configs import MLPEncoderConfig
 from ray.rllib.core.models.torch.encoder import TorchMLPEncoder
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
+from rlsweep import _compat
+
 
 class ConcatQEncoder(TorchMLPEncoder):
     """One MLP on ``[observation, action]``, concatenated along the last axis."""
 
-    def _forward(self, inputs: dict, **kwargs: Any) -> dict:
+    def forward(self, inputs: dict, **kwargs: Any) -> dict:
+        # Ray 2.60's TorchModel.forward only calls the model's _forward; this is the public one of the two.
         return {ENCODER_OUT: self.net(torch.cat([inputs[Columns.OBS], inputs[Columns.ACTIONS]], dim=-1))}
 
 
 class ConcatCriticSACCatalog(SACCatalog):
     """RLlib's SAC catalog with the continuous-action Q encoder replaced by :class:`ConcatQEncoder`."""
 
-    def _build_qf_encoder_continuous(self, framework: str) -> Encoder:
-        model = self._model_config_dict
+    def build_qf_encoder(self, framework: str) -> Encoder:
+        # RLlib's extension point: its own builds a Box action space's encoder as _build_qf_encoder_continuous.
+        if not isinstance(self.action_space, gymnasium.spaces.Box):
+            return super().build_qf_encoder(framework)
+        model = _compat.catalog_model_config(self)
         hiddens = list(model["fcnet_hiddens"])
         self.qf_encoder_config = MLPEncoderConfig(
             input_dims=[int(np.prod(self.observation_space.shape)) + int(np.prod(self.action_space.shape))],

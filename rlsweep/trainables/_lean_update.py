@@ -19,7 +19,8 @@ The weights and the learner metrics come out bit for bit as RLlib's update leave
 (``tests/trainables/test_ppo_learner.py``, single-agent PPO on CPU). A learner that torch-compiles its update,
 runs more than one learner, scales its gradients or steps torch learning-rate schedulers takes RLlib's update;
 so does a multi-module whose module overrides RLlib's training forward pass; a dataset iterator, a stateful
-module or a column that is not a tensor takes RLlib's minibatches. The private RLlib names it relies on are
+module or a column that is not a tensor takes RLlib's minibatches. The private RLlib names it relies on, and
+the two private methods of RLlib's update it changes (through :class:`rlsweep._compat.LearnerUpdateSeams`), are
 in ``rlsweep._compat``.
 """
 
@@ -30,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
@@ -140,7 +140,7 @@ class MarkingLast:
             self._on_next(True)
 
 
-class LeanTorchUpdate:
+class LeanTorchUpdate(_compat.LearnerUpdateSeams):
     """A torch learner's ``Learner.update`` with its per-minibatch overhead cut and its results unchanged (see
     the module's docstring). Goes before a ``TorchLearner`` class among the bases."""
 
@@ -155,7 +155,7 @@ class LeanTorchUpdate:
         """Whether the training forward pass can go module by module: RLlib's multi-module and torch modules
         whose training pass is RLlib's (the default ``forward_train``), none of them inference-only."""
         modules = self.module
-        if type(modules)._forward_train is not MultiRLModule._forward_train:
+        if not _compat.trains_as_multi_rl_module(modules):
             return False
         return all(isinstance(modules[mid], TorchRLModule) and type(modules[mid]).forward_train is TorchRLModule.forward_train
                    and not modules[mid].inference_only for mid in batch if mid in modules)
@@ -163,8 +163,8 @@ class LeanTorchUpdate:
     def _note_last(self, is_last: bool) -> None:
         self._last_minibatch = is_last
 
-    def _create_iterator_if_necessary(self, **kwargs: Any) -> Any:
-        minibatches = super()._create_iterator_if_necessary(**kwargs)
+    def make_minibatches(self, **kwargs: Any) -> Any:
+        minibatches = super().make_minibatches(**kwargs)
         if not self._lean() or isinstance(minibatches, dict) or self.iterator is not None:
             return minibatches
         for mid in self.module.keys():  # once per update, where TorchRLModule.forward_train sets it on every call
@@ -174,10 +174,10 @@ class LeanTorchUpdate:
             minibatches = CyclicMinibatches(minibatches)
         return MarkingLast(minibatches, self._note_last)
 
-    def _uncompiled_update(self, batch: dict[str, Any], **kwargs: Any) -> tuple[Any, Any, Any]:
+    def update_on_minibatch(self, batch: dict[str, Any], **kwargs: Any) -> tuple[Any, Any, Any]:
         last, self._last_minibatch = self._last_minibatch, True
         if not (self._lean() and self._lean_forward(batch)):
-            return super()._uncompiled_update(batch, **kwargs)
+            return super().update_on_minibatch(batch, **kwargs)
         if last:
             _compat.log_off_policyness(self, batch)  # a snapshot: the last minibatch's value is the one reported
         modules = self.module

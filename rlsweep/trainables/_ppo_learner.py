@@ -41,6 +41,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from ray.rllib.utils.schedules.scheduler import Scheduler
 
+from rlsweep import _compat
 from rlsweep.trainables._lean_update import LeanTorchUpdate
 
 
@@ -93,7 +94,7 @@ class StandardizedPPOTorchLearner(PPOTorchLearner):
 
     def build(self) -> None:
         super().build()
-        pipeline = self._learner_connector
+        pipeline = _compat.learner_connector(self)
         if pipeline is not None and any(isinstance(piece, GeneralAdvantageEstimation) for piece in pipeline.connectors):
             pipeline.insert_after(GeneralAdvantageEstimation, StandardizeOverLossMask())
 

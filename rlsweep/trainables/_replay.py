@@ -180,8 +180,9 @@ class TransitionColumns(ConnectorV2):
         return batch
 
 
-class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
-    """RLlib's uniform ``EpisodeReplayBuffer`` with a faster transition sampler.
+class FastEpisodeReplayBuffer(_compat.ReplaySamplerSeam, EpisodeReplayBuffer):
+    """RLlib's uniform ``EpisodeReplayBuffer`` with a faster transition sampler (RLlib's private
+    ``_sample_episodes``, through :class:`rlsweep._compat.ReplaySamplerSeam`).
 
     Args:
         capacity: env steps the buffer holds (RLlib's meaning).
@@ -193,7 +194,7 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
         super().__init__(capacity, **kwargs)
         self.rng = np.random.default_rng(seed)
 
-    def _sample_episodes(  # type: ignore[override]
+    def sample_transitions(  # type: ignore[override]
         self,
         num_items: int | None = None,
         *,
@@ -211,23 +212,24 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
         if batch_length_T or min_batch_length_T or n_step != 1 or (num_items and batch_size_B):
             # Sequences and n-steps: RLlib's own sampler. With n > 1 RLlib's batch-size count goes down near an
             # episode's end (its B += ... can be negative), so the number of draws depends on each draw.
-            return super()._sample_episodes(
+            return super().sample_transitions(
                 num_items, batch_size_B=batch_size_B, batch_length_T=batch_length_T, n_step=n_step, gamma=gamma,
                 include_infos=include_infos, include_extra_model_outputs=include_extra_model_outputs,
                 to_numpy=to_numpy, lookback=lookback, min_batch_length_T=min_batch_length_T, **kwargs,
             )
         batch_size = num_items or batch_size_B or self.batch_size_B
-        self._last_sampled_indices = []
+        _compat.reset_last_sampled_indices(self)
+        indices = _compat.replay_timestep_indices(self)
         # One draw of B indices is the same stream as B scalar draws (numpy's Generator.integers).
-        drawn = self.rng.integers(len(self._indices), size=batch_size)
-        evicted = self._num_episodes_evicted
+        drawn = self.rng.integers(len(indices), size=batch_size)
+        evicted = _compat.replay_episodes_evicted(self)
         n_step_column = np.full((1 + lookback,), n_step)
         sampled = SampledTransitions()
         observations, next_observations, actions, rewards, terminateds, truncateds = [], [], [], [], [], []
         steps_seen: set[tuple[int, int]] = set()
         episodes_seen: set[int] = set()
         for position in drawn.tolist():
-            index = self._indices[position]
+            index = indices[position]
             episode_idx, ts = index[0] - evicted, index[1]
             episode = self.episodes[episode_idx]
             stop = ts + 1
@@ -260,7 +262,8 @@ class FastEpisodeReplayBuffer(EpisodeReplayBuffer):
             steps_seen.add((index[0], ts))
             episodes_seen.add(episode_idx)
         self.sampled_timesteps += batch_size
-        self._update_sample_metrics(
+        _compat.log_replay_sample_metrics(
+            self,
             num_env_steps_sampled=batch_size,
             num_episodes_per_sample=len(episodes_seen),
             num_env_steps_per_sample=len(steps_seen),
@@ -324,7 +327,7 @@ def use_fast_replay_buffer(algorithm: Any, *, seed: int | None = None) -> None:
         current.capacity,
         batch_size_B=current.batch_size_B,
         batch_length_T=current.batch_length_T,
-        metrics_num_episodes_for_smoothing=getattr(current, "_metrics_num_episodes_for_smoothing", 100),
+        metrics_num_episodes_for_smoothing=_compat.replay_metrics_window(current, 100),
         seed=seed,
     )
 
@@ -351,7 +354,7 @@ def apply_fast_replay(config: Any) -> None:
     :class:`TransitionColumns` first in the learner's connector pipeline (unless the config has its own)."""
     if not uses_uniform_buffer(config):
         return
-    if config._learner_connector is None:
+    if _compat.configured_learner_connector(config) is None:
         config.learners(learner_connector=TransitionColumns)
     before = config.callbacks_on_algorithm_init
     others = [] if before is None else list(before) if isinstance(before, (list, tuple)) else [before]

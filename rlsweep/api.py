@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlsweep import sweep
+from rlsweep import runtime, sweep
 from rlsweep.progress import checked_mode
 from rlsweep.analysis import Best, load, live_logger, set_retrainer, trace_target
 from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError, UsageError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
 from rlsweep.spec import SweepSpec, storage_problem
+from rlsweep.trainables import MemoryFit
 
 log = logging.getLogger("rlsweep")
 
@@ -87,12 +88,12 @@ def load_beside_ray(
     """
     from rlsweep.validate import load_spec
 
-    was_running = sweep.ray_running()
+    was_running = runtime.ray_running()
     try:
-        return load_spec(source, overrides, beside=lambda spec: sweep.ensure_ray(spec, address))
+        return load_spec(source, overrides, beside=lambda spec: runtime.ensure_ray(spec, address))
     except BaseException:
         if not was_running:
-            sweep.stop_ray()
+            runtime.stop_ray()
         raise
 
 
@@ -182,7 +183,7 @@ def confirm(
     return load(path).confirm(top, seeds, rule=rule, trials=trials, address=address, verbose=verbose)
 
 
-def check_memory(spec: SweepSpec, *, address: str | None = None) -> sweep.MemoryFit | None:
+def check_memory(spec: SweepSpec, *, address: str | None = None) -> MemoryFit | None:
     """What :func:`run` checks before launch, without running the sweep: that one trial's CPUs fit and that
     every node sees the spec's storage, then one trial's memory at the search space's most memory-hungry
     corner (kept from an earlier command, estimated, or measured near the limit) and how many such trials the
@@ -194,7 +195,7 @@ def check_memory(spec: SweepSpec, *, address: str | None = None) -> sweep.Memory
         IncompatibleError: one trial fits no node (CPUs or memory), or ``budget.max_concurrent`` trials do
             not fit the memory Ray reports.
     """
-    return sweep.check_memory(spec, address)
+    return runtime.check_memory(spec, address)
 
 
 def sample(spec: SweepSpec, n: int, *, searcher: str | None = None) -> list[dict[str, Any]]:

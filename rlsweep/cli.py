@@ -176,7 +176,7 @@ def _print_best(best: Any) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from rlsweep import load_spec
-    from rlsweep.sweep import replay_buffer_line
+    from rlsweep.trainables import replay_buffer_line
 
     spec = load_spec(args.spec, args.set)
     measure = spec.ray.memory_check and not args.no_memory_check

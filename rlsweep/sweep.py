@@ -1,7 +1,9 @@
-"""Running a sweep: the Ray runtime or cluster, ``tune.Tuner``, resume and retries.
+"""Running a sweep: ``tune.Tuner`` for ``run``, ``resume``, ``reproduce`` and the confirmation's retraining,
+with retries and the sweep's own callbacks.
 
-This module runs trials and leaves the experiment directory behind; choosing the best trial and logging
-to MLflow is the analysis's (:func:`rlsweep.run` does both in turn).
+This module runs trials and leaves the experiment directory behind; the Ray runtime and the checks against
+it before a trial are :mod:`rlsweep.runtime`'s, choosing the best trial and logging to MLflow the
+analysis's (:func:`rlsweep.run` does both in turn).
 """
 
 from __future__ import annotations
@@ -13,18 +15,16 @@ import json
 import logging
 import math
 import os
-import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from rlsweep import _compat, progress, store, tracing
+from rlsweep import _compat, progress, runtime, store, tracing
 from rlsweep._dotted import flatten
-from rlsweep.errors import IncompatibleError, Problem, SpecError, SweepError, UsageError
+from rlsweep.errors import Problem, SpecError, SweepError, UsageError
 from rlsweep.seeds import seed_base
 from rlsweep.schedulers import SCHEDULERS, checkpoint_keep, restores_other_trials, search_request
 from rlsweep.search_spaces import SEARCHERS
@@ -32,17 +32,11 @@ from rlsweep.spec import SweepSpec, read_document
 from rlsweep.trainables import (
     MemoryFit,
     MemoryReading,
-    far_below,
+    iteration_line,
     make_confirmation_trainable,
     make_trainable,
-    memory_fit,
-    node_memory_mb,
     plan_for,
-    reading_for,
-    reading_without_measuring,
-    resource_problems,
-    settings_for,
-    trials_that_fit,
+    replay_buffer_line,
 )
 from rlsweep.validate import load_spec
 
@@ -62,131 +56,6 @@ def _progress_callbacks(spec: SweepSpec, verbose: int, mode: str | None, trials:
     if mode is None and not verbose:
         return []
     return [progress.tune_callback(spec, mode, trials=trials)]
-
-
-def _iteration_line(spec: SweepSpec) -> str:
-    from rlsweep.trainables._config import MIN_STEPS, MIN_TIME
-
-    settings = settings_for(spec, {})
-    work = f"samples at least {settings[MIN_STEPS]} env steps" if settings[MIN_STEPS] else f"is one training step ({MIN_STEPS} 0)"
-    return (
-        f"{spec.algorithm}: one iteration {work}, time floor {settings[MIN_TIME]} s ({MIN_TIME}); "
-        f"budget {spec.budget.env_steps} env steps per trial"
-    )
-
-
-def replay_buffer_line(spec: SweepSpec) -> str | None:
-    """What a ``replay_buffer_config.type`` set or searched without a ``capacity`` leaves the buffer holding,
-    or None.
-
-    RLlib's ``training(replay_buffer_config=...)`` replaces the whole dict when the type changes, so the
-    algorithm's capacity (SAC 1,000,000, DQN 50,000) goes with it and the class's own default (10,000 for
-    the episode buffers) holds: a buffer a hundred times smaller than the user may think, said once."""
-    from rlsweep._dotted import unflatten
-    from rlsweep.search_spaces._domains import Choice
-    from rlsweep.trainables._config import algorithm_class
-
-    type_path = "training.replay_buffer_config.type"
-    buffer = unflatten(settings_for(spec, {})).get("training", {}).get("replay_buffer_config")
-    buffer = buffer if isinstance(buffer, Mapping) else {}
-    drawn = [p for p in spec.search_space if p.path == type_path and isinstance(p.domain, Choice)]
-    chosen = any(p.startswith("training.replay_buffer_config") and p != type_path for p in spec.search_space.paths)
-    if "capacity" in buffer or chosen:  # the user's capacity (or a whole dict drawn): nothing silent
-        return None
-    kinds = [v for p in drawn for v in p.domain.values] if drawn else [buffer["type"]] if "type" in buffer else []
-    if not kinds:
-        return None
-    import inspect
-
-    from ray.rllib.utils import replay_buffers
-
-    default = getattr(algorithm_class(spec.algorithm).get_default_config(), "replay_buffer_config", {}) or {}
-    own = default.get("type")
-    if "capacity" not in default:
-        return None
-    smaller = []
-    for kind in dict.fromkeys(kinds):
-        cls = getattr(replay_buffers, kind, None) if isinstance(kind, str) else kind
-        if not inspect.isclass(cls) or kind in (own, getattr(own, "__name__", None)):
-            continue  # not a class RLlib names, or the algorithm's own type (RLlib keeps the dict)
-        parameter = inspect.signature(cls).parameters.get("capacity")
-        if parameter is not None and parameter.default not in (inspect.Parameter.empty, default["capacity"]):
-            smaller.append((getattr(kind, "__name__", kind), parameter.default))
-    if not smaller:
-        return None
-    instead = f"not {spec.algorithm}'s {default['capacity']:,}"
-    then = "and RLlib then replaces the whole replay_buffer_config; set training.replay_buffer_config.capacity to choose"
-    if not drawn:
-        (name, holds), = smaller
-        return (f"{spec.algorithm}: the replay buffer holds {holds:,} env steps ({name}'s own default, {instead}): "
-                f"training.replay_buffer_config sets a type without a capacity, {then}")
-    where = "; ".join(f"{holds:,} env steps where it is {name} ({name}'s own default)" for name, holds in smaller)
-    return (f"{spec.algorithm}: the replay buffer holds {where}, {instead}: search_space.{type_path} draws a type "
-            f"without a capacity, {then}")
-
-
-def _quiet_token_notice() -> None:
-    """Ray 2.60 warns on every local start that it enabled token authentication for the local runtime
-    (a default the user cannot act on here: rlsweep's runtime listens on this machine only). Only that
-    notice is dropped; Ray's other warnings, and its token errors, still print."""
-    _compat.drop_message("ray._private.authentication.authentication_token_setup", "Token authentication is enabled for this Ray cluster")
-
-
-def ensure_ray(spec: SweepSpec, address: str | None = None) -> float:
-    """Join ``address`` (or the spec's), or start a local runtime; returns the cluster's CPUs."""
-    import ray
-
-    # RAY_ADDRESS is a user's explicit choice, as --address is: joined, never overridden by "local" below.
-    address = address or spec.ray.address or os.environ.get("RAY_ADDRESS") or None
-    # Tune snapshots its state after every `keep` checkpoints of a trial, which rlsweep relies on for
-    # resume; its warning that this happens often is noise here.
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-        _quiet_token_notice()
-        # Workers' logs stay in Ray's session folder; trial errors reach the user through Tune's error files.
-        kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
-        if address:
-            _check_reachable(address)
-            try:
-                ray.init(address=address, **kwargs)
-            except ConnectionError as exc:
-                raise UsageError(f"cannot join the Ray cluster at {address!r}: {str(exc).splitlines()[0]}",
-                                 "--address / ray.address") from None
-        else:
-            # "local": a runtime of this sweep's own. Ray's default (no address) instead joins the cluster
-            # the last `ray start` on this machine recorded in /tmp/ray/ray_current_cluster, another user's
-            # or another job's, and the trials would queue behind its work on its CPUs.
-            ray.init(address="local", num_cpus=spec.ray.num_cpus, **kwargs)
-    return float(ray.cluster_resources().get("CPU", 0))
-
-
-def ray_running() -> bool:
-    """Whether this process has a Ray runtime (without importing Ray if nothing did)."""
-    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
-
-
-def stop_ray() -> None:
-    """End this process's Ray runtime, if it has one."""
-    if ray_running():
-        sys.modules["ray"].shutdown()
-
-
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """Fail in seconds where nothing answers at a ``host:port`` (or ``ray://host:port``) address: Ray itself
-    retries joining for minutes. ``auto`` is left to Ray, which finds a local cluster or says there is none."""
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        if address != "auto":
-            raise UsageError(f"expects 'auto', 'host:port' or 'ray://host:port', got {address!r}", "--address / ray.address")
-        return
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise UsageError(
-            f"nothing answers at {address!r} ({exc.strerror or exc}); start the cluster there (`ray start --head`) "
-            "or leave the address out to run on a local runtime", "--address / ray.address"
-        ) from None
 
 
 def _logger_callbacks(spec: SweepSpec) -> list[Any]:
@@ -244,25 +113,6 @@ def _tune_environment(own_loggers: bool = True) -> Iterator[None]:
                 os.environ[name] = value
 
 
-@dataclass(frozen=True)
-class ClusterCapacity:
-    """How many trials of ``trial_cpus`` CPUs (and ``trial_mb`` of memory, each on one node, when the
-    pre-flight measured it) the Ray cluster holds now, from its live nodes, at least 1. The searcher asks
-    it while the sweep runs, so concurrency follows nodes that join or die; it is saved with the searcher,
-    and a resumed sweep asks the cluster it resumes on."""
-
-    trial_cpus: float
-    trial_mb: float = 0.0
-
-    def __call__(self) -> int:
-        import ray
-
-        by_cpus = math.floor(ray.cluster_resources().get("CPU", 0) / max(self.trial_cpus, 1e-9))
-        if self.trial_mb > 0:
-            by_cpus = min(by_cpus, trials_that_fit(self.trial_mb, node_memory_mb()))
-        return max(1, by_cpus)
-
-
 def _stop_condition(spec: SweepSpec, stopper: Any, guard: Any) -> Any:
     """One Tune stopper: the spec's thresholds, the caller's ``stopper``, and ``guard``, which ends the sweep
     once a trial found the spec itself wrong."""
@@ -315,152 +165,6 @@ def _raise_spec_problems(root: Path) -> None:
     """The spec problems the sweep's trials recorded, as the spec error they are (exit 2 in the CLI)."""
     if problems := store.spec_problems(root):
         raise SpecError([*problems, Problem("", f"the sweep at {root} stopped: every trial would fail the same way")])
-
-
-def fit_cluster(spec: SweepSpec, address: str | None, storage: Path | None = None) -> float:
-    """Join or start the Ray runtime and check that the largest trial fits it, and that every node sees
-    ``storage`` (the folder the trials will write into; None: not checked); returns the CPUs one trial
-    needs. Raises :class:`IncompatibleError` where it does not fit."""
-    import ray
-
-    cpus = ensure_ray(spec, address)
-    nodes = [(float(n["Resources"].get("CPU", 0)), float(n["Resources"].get("GPU", 0))) for n in ray.nodes() if n.get("Alive")]
-    problems, trial_cpus = resource_problems(spec, cpus, float(ray.cluster_resources().get("GPU", 0)), nodes)
-    if storage is not None:
-        problems += storage_problems(storage, address or spec.ray.address)
-    if problems:
-        raise IncompatibleError(problems)
-    return trial_cpus
-
-
-#: How long a node may take to start a worker and answer whether it sees the storage folder.
-STORAGE_CHECK_TIMEOUT_S = 120.0
-
-
-def storage_problems(storage: Path, address: str | None) -> list[Problem]:
-    """The nodes of the joined cluster that cannot read a file this process writes under ``storage``.
-
-    A trial writes its rows and checkpoints into the experiment directory from whichever node it runs on, and
-    the driver reads them there; a folder local to one machine is another, empty folder on the others (Ray
-    then fails each trial there at its first checkpoint, minutes in). Checked when the cluster has more than
-    one node, or the driver joined it from outside (``ray://``): a task on each node reads the file back.
-    """
-    import uuid
-
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    alive = [n for n in ray.nodes() if n.get("Alive")]
-    if len(alive) < 2 and not str(address or "").startswith("ray://"):
-        return []
-    storage = Path(storage).expanduser().resolve()
-    storage.mkdir(parents=True, exist_ok=True)
-    token = uuid.uuid4().hex
-    marker = storage / f".rlsweep-storage-check-{token}"
-    marker.write_text(token)
-    read = ray.remote(num_cpus=0, max_retries=0)(_read_text)
-    try:
-        reads = {
-            node["NodeID"]: read.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-            ).remote(str(marker))
-            for node in alive
-        }
-        ready, _ = ray.wait(list(reads.values()), num_returns=len(reads), timeout=STORAGE_CHECK_TIMEOUT_S)
-        blind = []
-        for node in alive:
-            ref = reads[node["NodeID"]]
-            seen = ray.get(ref) if ref in ready else None
-            if seen != token:
-                why = "did not answer" if ref not in ready else "cannot read it"
-                blind.append(f"{node['NodeID'][:8]} at {node.get('NodeManagerAddress', '?')} ({why})")
-    finally:
-        marker.unlink(missing_ok=True)
-    if not blind:
-        return []
-    return [Problem("storage", (
-        f"{storage} is not shared with every node of the cluster: a file written there from this process is not "
-        f"there for node {', '.join(blind)}. Trials write their results and checkpoints into it from the node "
-        f"they run on; use a folder every node mounts at the same path (NFS), with storage or --storage"
-    ))]
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
-
-
-def fit_memory(spec: SweepSpec, trial_cpus: float) -> MemoryFit | None:
-    """Measure one trial at the space's hungriest corner on the Ray runtime this process joined (unless
-    ``ray.memory_check`` is off), and what the nodes' memory allows.
-
-    Raises:
-        IncompatibleError: one trial fits no node, or ``budget.max_concurrent`` trials do not fit.
-    """
-    if not spec.ray.memory_check:
-        return None
-    nodes, by_cpus = _room(trial_cpus)
-    reading = reading_for(
-        spec, "search_space" if len(spec.search_space) else "config",
-        room=lambda estimate: far_below(estimate, nodes, by_cpus, spec.budget.max_concurrent),
-    )
-    return check_reading(spec, reading, trial_cpus, (nodes, by_cpus))
-
-
-def check_memory(spec: SweepSpec, address: str | None = None) -> MemoryFit | None:
-    """:func:`fit_cluster` then :func:`fit_memory`, for a command that checks and does not run (``rlsweep
-    validate``). Where the sweep would start a runtime of its own and no trial needs measuring (a kept
-    reading, or an estimate far below the room), the node's CPUs and memory are read as Ray would resolve
-    them and no runtime starts: a validate then takes seconds, not Ray's start.
-
-    Raises:
-        IncompatibleError: one trial fits no node (CPUs or memory), or ``budget.max_concurrent`` trials do
-            not fit.
-    """
-    if spec.ray.memory_check and not (address or spec.ray.address or os.environ.get("RAY_ADDRESS") or ray_running()):
-        if (found := _fit_without_runtime(spec)) is not None:
-            return found
-    return fit_memory(spec, fit_cluster(spec, address, Path(spec.storage)))
-
-
-def _fit_without_runtime(spec: SweepSpec) -> MemoryFit | None:
-    """:func:`check_memory` on this machine's resources as a local runtime would offer them; None where
-    that needs a runtime (Ray's resolution failed, or a trial must be measured)."""
-    resources = _compat.local_node_resources(spec.ray.num_cpus)
-    if resources is None:
-        return None
-    cpus, gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
-    problems, trial_cpus = resource_problems(spec, cpus, gpus, [(cpus, gpus)])
-    if problems:
-        raise IncompatibleError(problems)
-    nodes, by_cpus = [resources.get("memory", 0.0) / 2**20], math.floor(cpus / max(trial_cpus, 1e-9))
-    reading = reading_without_measuring(spec, lambda estimate: far_below(estimate, nodes, by_cpus, spec.budget.max_concurrent))
-    return check_reading(spec, reading, trial_cpus, (nodes, by_cpus)) if reading is not None else None
-
-
-def _room(trial_cpus: float) -> tuple[list[float], int]:
-    """The memory Ray offers trials on each live node, and how many trials of ``trial_cpus`` its CPUs hold."""
-    import ray
-
-    return node_memory_mb(), math.floor(ray.cluster_resources().get("CPU", 0) / max(trial_cpus, 1e-9))
-
-
-def check_reading(
-    spec: SweepSpec, reading: MemoryReading, trial_cpus: float, room: tuple[list[float], int] | None = None
-) -> MemoryFit:
-    """What the cluster this process joined allows for trials of ``reading``'s size (a resumed sweep's is
-    the one it recorded: the cluster may be another now). ``room``: :func:`_room`, where just read.
-
-    Raises:
-        IncompatibleError: one trial fits no node, or ``budget.max_concurrent`` trials do not fit.
-    """
-    nodes, by_cpus = room if room is not None else _room(trial_cpus)
-    found, problems = memory_fit(reading, nodes, by_cpus, spec.budget.max_concurrent, spec.search_space.paths)
-    if problems:
-        raise IncompatibleError(problems)
-    return found
 
 
 def _trainable(spec: SweepSpec, sweep_id: str, trace: tracing.TraceTarget | None = None, memory: MemoryReading | None = None) -> Any:
@@ -532,11 +236,11 @@ def _run(
     progress_mode: str | None = None,
 ) -> tuple[Path, int]:
     with tracer.span("preflight", address=address or spec.ray.address or "local"):
-        trial_cpus = fit_cluster(spec, address, Path(storage or spec.storage))
+        trial_cpus = runtime.fit_cluster(spec, address, Path(storage or spec.storage))
         memory = None
         if spec.ray.memory_check:
             with tracer.span("memory_check"):
-                memory = fit_memory(spec, trial_cpus)
+                memory = runtime.fit_memory(spec, trial_cpus)
                 tracer.event("memory_fit", trial_memory_mb=memory.reading.trial_mb if memory else 0.0,
                              concurrency=memory.allowed if memory else 0)
     path = store.new_experiment_dir(storage or spec.storage, spec.name)
@@ -572,13 +276,13 @@ def _run_in(
     if callbacks is not None:
         tune_callbacks += callbacks(spec, path, sweep_id)
     if verbose:
-        _say(_iteration_line(spec))
+        _say(iteration_line(spec))
         if (line := replay_buffer_line(spec)) is not None:
             _say(line)
         for line in memory.lines() if memory is not None else []:
             _say(line)
     search_alg, param_space, num_samples = SEARCHERS[str(spec.searcher.name)].build(
-        search_request(spec, capacity=ClusterCapacity(trial_cpus, reading.trial_mb if reading is not None else 0.0))
+        search_request(spec, capacity=runtime.ClusterCapacity(trial_cpus, reading.trial_mb if reading is not None else 0.0))
     )
     tuner = tune.Tuner(
         _trainable(spec, sweep_id, _trial_trace(tracer, trace, sweep_id, path), reading),
@@ -610,14 +314,9 @@ def _run_in(
         grid = tuner.fit()
     _raise_spec_problems(path)
     errored = sum(1 for r in grid if r.error is not None)
-    if errored and storage_is_full(path):  # trials that failed writing their rows or checkpoints
+    if errored and runtime.storage_is_full(path):  # trials that failed writing their rows or checkpoints
         raise SweepError(_full_disk_message(path, None))
     return path, errored
-
-
-#: Free bytes under which the filesystem of a sweep whose driver failed counts as full: Tune's own reads of
-#: what it failed to write (an empty ``error.pkl``) raise other errors than the write's ``ENOSPC``.
-FULL_BELOW_BYTES = 1 << 20
 
 
 def _no_space(exc: BaseException | None) -> OSError | None:
@@ -629,18 +328,6 @@ def _no_space(exc: BaseException | None) -> OSError | None:
             return exc
         exc = exc.__cause__ or exc.__context__
     return None
-
-
-def storage_is_full(folder: Path) -> bool:
-    """Whether the filesystem holding ``folder`` (or its nearest existing parent) has less than
-    :data:`FULL_BELOW_BYTES` free."""
-    for existing in (folder, *folder.parents):
-        try:
-            found = os.statvfs(existing)
-        except OSError:
-            continue
-        return found.f_bavail * found.f_frsize < FULL_BELOW_BYTES
-    return False
 
 
 def _kept(root: Path) -> str:
@@ -680,12 +367,12 @@ class _QuietWhenFull(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and _no_space(record.exc_info[1]) is not None:
             return False
-        return not (str(record.msg).startswith("Trials did not complete") and storage_is_full(self.root))
+        return not (str(record.msg).startswith("Trials did not complete") and runtime.storage_is_full(self.root))
 
 
 #: Tune's loggers that speak of a failed write: its experiment state's saver and syncer, and its closing
 #: summary.
-_TUNE_WRITERS = ("ray.tune.execution.experiment_state", "ray.train._internal.syncer", "ray.tune.tune")
+_TUNE_WRITERS = ("ray.tune.execution.experiment_state", _compat.TUNE_SYNCER_LOGGER, "ray.tune.tune")
 
 
 @contextlib.contextmanager
@@ -700,7 +387,7 @@ def _one_line_when_full(root: Path, resuming: bool = False) -> Iterator[None]:
         yield
     except Exception as exc:
         full = _no_space(exc)
-        if full is None and not storage_is_full(root):
+        if full is None and not runtime.storage_is_full(root):
             raise
         raise SweepError(_full_disk_message(root, full, resuming)) from None
     finally:
@@ -761,9 +448,9 @@ def resume(
     if damage := store.resume_problems(root):
         raise SweepError(f"{root}: cannot resume safely: " + "; ".join(damage))
     spec = load_spec(ran if ran is not None else now, preflight=False)
-    trial_cpus = fit_cluster(spec, address, root.parent)
+    trial_cpus = runtime.fit_cluster(spec, address, root.parent)
     if (recorded := _recorded_memory(info)) is not None:
-        check_reading(spec, recorded, trial_cpus)  # the cluster it resumes on may be smaller
+        runtime.check_reading(spec, recorded, trial_cpus)  # the cluster it resumes on may be smaller
     sweep_id = str(info.get("sweep_id", ""))
     target = (trace or _otlp_target)(spec)
     with tracing.driving(_sweep_tracer(spec, target)) as tracer:
@@ -782,7 +469,7 @@ def resume(
             grid = tuner.fit()
     _raise_spec_problems(root)
     errored = sum(1 for r in grid if r.error is not None)
-    if errored and storage_is_full(root):
+    if errored and runtime.storage_is_full(root):
         raise SweepError(_full_disk_message(root, None, resuming=True))
     return root, spec, errored
 
@@ -859,12 +546,12 @@ def run_confirmation(
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    trial_cpus = fit_cluster(spec, address, root)
+    trial_cpus = runtime.fit_cluster(spec, address, root)
     # The sweep's pre-flight reading: the configurations it confirms are of that space. A confirmation
     # trial trains one seed; a reading of a trial holding several is not its size, so it reserves none.
     memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
     if memory is not None and memory.seeds == spec.seeds.per_trial:
-        check_reading(spec, memory, trial_cpus)
+        runtime.check_reading(spec, memory, trial_cpus)
     else:
         memory = None
     trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)

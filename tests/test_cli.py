@@ -180,7 +180,7 @@ def test_validate_says_what_a_buffer_type_without_a_capacity_holds(spec_file):
 @pytest.mark.parametrize("change", ["capacity set", "capacity searched", "no type", "the default type"])
 def test_no_buffer_line_where_the_capacity_is_the_users_or_rllibs_default(change):
     from rlsweep import load_spec
-    from rlsweep.sweep import replay_buffer_line
+    from rlsweep.trainables import replay_buffer_line
 
     document = copy.deepcopy(SAC_UNIFORM)
     if change == "capacity set":
@@ -196,7 +196,7 @@ def test_no_buffer_line_where_the_capacity_is_the_users_or_rllibs_default(change
 
 def test_a_searched_buffer_type_without_a_capacity_gets_the_line_too():
     from rlsweep import load_spec
-    from rlsweep.sweep import replay_buffer_line
+    from rlsweep.trainables import replay_buffer_line
 
     document = copy.deepcopy(SAC_UNIFORM)
     document["config"] = {}

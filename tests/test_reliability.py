@@ -384,7 +384,7 @@ UNSHARED_STORAGE_SCRIPT = textwrap.dedent(
     from ray.cluster_utils import Cluster
     import rlsweep
     from rlsweep.errors import IncompatibleError
-    from rlsweep.sweep import fit_cluster
+    from rlsweep.runtime import fit_cluster
     from tests.conftest import small_ppo
 
     results, shared = Path(sys.argv[1]), Path(sys.argv[1]).parent / "shared"
@@ -461,7 +461,7 @@ LEARNERS_SCRIPT = textwrap.dedent(
     import rlsweep
     from rlsweep.analysis import load
     from rlsweep.errors import IncompatibleError
-    from rlsweep.sweep import fit_cluster
+    from rlsweep.runtime import fit_cluster
     from tests.conftest import small_ppo
 
     # Two machines of 2 CPUs each; every trial is its own process plus one remote learner (2 CPUs).
@@ -740,7 +740,7 @@ STRAY_PROBE = """
 import json, sys
 import ray
 import rlsweep
-from rlsweep.sweep import ensure_ray
+from rlsweep.runtime import ensure_ray
 spec = rlsweep.load_spec(json.loads(sys.argv[1]), preflight=False)
 cpus = ensure_ray(spec)
 print(json.dumps({"cpus": cpus, "gcs": ray.get_runtime_context().gcs_address}))

@@ -152,7 +152,8 @@ MUST_NOT = {
     "rlsweep.warm_start": {"rlsweep.trainables", "rlsweep.sweep", "rlsweep.analysis"},
     "rlsweep.trainables": {"rlsweep.sweep", "rlsweep.analysis"},
     "rlsweep.sweep": {"rlsweep.analysis"},
-    "rlsweep.analysis": {"rlsweep.sweep", "rlsweep.trainables", "rlsweep.schedulers"},
+    "rlsweep.runtime": {"rlsweep.sweep", "rlsweep.analysis", "rlsweep.search_spaces", "rlsweep.schedulers", "rlsweep.store"},
+    "rlsweep.analysis": {"rlsweep.sweep", "rlsweep.runtime", "rlsweep.trainables", "rlsweep.schedulers"},
 }
 
 

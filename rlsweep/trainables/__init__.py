@@ -9,6 +9,7 @@ from rlsweep.trainables._config import (
     settings_for,
     trial_resources,
 )
+from rlsweep.trainables._describe import iteration_line, replay_buffer_line
 from rlsweep.trainables._estimate import estimate_reading
 from rlsweep.trainables._footprint import (
     MemoryFit,
@@ -51,6 +52,7 @@ __all__ = [
     "extreme_draws",
     "far_below",
     "hungriest_draw",
+    "iteration_line",
     "make_confirmation_trainable",
     "make_trainable",
     "measure_memory",
@@ -60,6 +62,7 @@ __all__ = [
     "plan_for",
     "reading_for",
     "reading_without_measuring",
+    "replay_buffer_line",
     "resource_problems",
     "settings_for",
     "static_problems",

@@ -619,7 +619,8 @@ def torch_without_dynamo(on: bool) -> bool:
 
 def _core_deterministic(original: Any) -> Any:
     """``torch.use_deterministic_algorithms`` setting torch's core flag, and the inductor's only where
-    ``torch._inductor`` is loaded."""
+    ``torch._inductor`` is loaded. torch 2.13: ``torch._C._set_deterministic_algorithms`` is the core flag's
+    setter, which torch's own calls after setting ``torch._inductor.config.deterministic``."""
     import torch
 
     @functools.wraps(original)

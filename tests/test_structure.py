@@ -465,6 +465,33 @@ def test_a_dependencys_private_names_are_used_only_in_the_compat_module():
     assert not set(PRIVATE_USES_ALLOWED) - needed, f"allowed but no longer used: {sorted(set(PRIVATE_USES_ALLOWED) - needed)}"
 
 
+#: A version as the compat module states one ("Ray 2.60", "torch 2.13", "Ax 1.3.1").
+_VERSION = re.compile(r"\b\d+\.\d+")
+
+
+def test_each_private_use_in_the_compat_module_says_which_version_it_was_checked_against():
+    # Each top-level function, class or constant of _compat.py that uses a private name says in its docstring,
+    # or in the comment right above it, the version of the package it was written against.
+    path = PACKAGE / "_compat.py"
+    lines = path.read_text().splitlines()
+    uses = [use for use in private_uses(skip=()) if use.path == "rlsweep/_compat.py"]
+    assert uses  # the finder reads the compat module too
+    unversioned = []
+    for node in ast.parse(path.read_text()).body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        inside = sorted({use.name for use in uses if first <= use.line <= (node.end_lineno or first)})
+        if not inside:
+            continue
+        told = (ast.get_docstring(node) or "") if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ""
+        above = first - 2
+        while above >= 0 and lines[above].lstrip().startswith("#"):
+            told += "\n" + lines[above]
+            above -= 1
+        if not _VERSION.search(told):
+            unversioned.append(f"rlsweep/_compat.py:{node.lineno}: {getattr(node, 'name', '')} uses {inside}")
+    assert not unversioned, "say the version each was checked against:\n" + "\n".join(unversioned)
+
+
 #: A package of one's own beside another's, with one private use of each kind the finder looks for; each line
 #: marked ``# found`` must be found, and nothing else.
 FAKE_PACKAGE = {

@@ -516,13 +516,12 @@ def test_trials_with_a_remote_learner_each_run_across_two_nodes_and_what_no_node
     # RLlib's PACK placement: each trial's learner on its own process's node.
     assert all(r["learner_node_ids"] == r["node_id"] for t in trials.values() for r in t["rows"])
     assert all("env_runner_node_ids" not in r for t in trials.values() for r in t["rows"])
-    # The trial waits for its remote learner's update: that wait is its learning time, and the split
-    # still adds up to each iteration's wall time.
+    # The trial waits for its remote learner's update: that wait is its learning time, and it lies inside
+    # the iteration's wall time with the sampling (other_time_s is the rest, so only this can be checked).
     for trial in trials.values():
         for row in trial["rows"]:
             assert row["learn_time_s"] > 0
-            parts = row["sample_time_s"] + row["learn_time_s"] + row["other_time_s"]
-            assert parts == pytest.approx(row["iteration_time_s"], rel=1e-6, abs=1e-6)
+            assert row["sample_time_s"] + row["learn_time_s"] <= row["iteration_time_s"] + 1e-6, row
 
 
 @pytest.fixture(scope="module")

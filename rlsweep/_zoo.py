@@ -701,17 +701,38 @@ def read_file(path: str) -> Any:
         raise UsageError(f"invalid YAML: {shorten(str(exc))}", one_line(path)) from None
 
 
+def _why_not(name: str) -> str:
+    """Why rlsweep does not convert rl-zoo3's algorithm ``name``, as a parenthesis, or nothing."""
+    why = NOT_CONVERTED.get(name.lower())
+    return f" ({why})" if why else ""
+
+
 def algorithm_of_file(stem: str, source: str) -> str:
     """The RLlib algorithm an rl-zoo3 file is for, from its name (``ppo.yml`` -> ``PPO``).
 
     Raises:
-        UsageError: a file name rlsweep does not convert, with why (A2C, TD3, ...) and the ones it does.
+        UsageError: a file name rlsweep does not convert, with why (A2C, TD3, ...), the ones it does, and
+            ``--algo`` for a file of another name.
     """
-    algorithm = ALGORITHMS.get(stem.lower())
+    algorithm = algorithm_for(stem)
     if algorithm is None:
-        why = f" ({NOT_CONVERTED[stem.lower()]})" if stem.lower() in NOT_CONVERTED else ""
         raise UsageError(f"the algorithm comes from the file's name, and rlsweep converts rl-zoo3's "
-                         f"{', '.join(f'{s}.yml' for s in ALGORITHMS)} only, not {one_line(shorten(stem))}{why}", source)
+                         f"{', '.join(f'{s}.yml' for s in ALGORITHMS)} only, not {one_line(shorten(stem))}{_why_not(stem)}; "
+                         f"for a file of another name, give its algorithm with --algo ({', '.join(ALGORITHMS)})", source)
+    return algorithm
+
+
+def algorithm_named(name: str) -> str:
+    """The RLlib algorithm of rl-zoo3's algorithm name (``--algo ppo`` -> ``PPO``), which decides over the
+    file's name, as rl-zoo3's own ``--algo ppo -conf FILE`` does.
+
+    Raises:
+        UsageError: at ``--algo``, a name rlsweep does not convert, with why (A2C, TD3, ...) and the choices.
+    """
+    algorithm = algorithm_for(name)
+    if algorithm is None:
+        raise UsageError(f"rlsweep converts rl-zoo3's {', '.join(ALGORITHMS)} only, not {one_line(shorten(name))}"
+                         f"{_why_not(name)}", "--algo")
     return algorithm
 
 
@@ -720,7 +741,7 @@ def convert_zoo(document: Any, env: str, *, algorithm: str, source: str = "FILE"
     (what it does not carry is the mapping's ``unmapped``).
 
     Args:
-        algorithm: ``PPO``, ``SAC`` or ``DQN`` (:func:`algorithm_of_file`).
+        algorithm: ``PPO``, ``SAC`` or ``DQN`` (:func:`algorithm_named`, or :func:`algorithm_of_file`).
         source: The file's name, for messages.
 
     Raises:

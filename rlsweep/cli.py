@@ -219,15 +219,18 @@ def _convert(args: argparse.Namespace) -> int:
         raise UsageError("only with --from zoo (an old RLlib experiment names its own env)", "--env")
     if zoo and args.experiment is not None:
         raise UsageError("only for an old RLlib experiment YAML; a zoo file's entry is chosen with --env", "--experiment")
+    if not zoo and args.algo is not None:
+        raise UsageError("only with --from zoo (an old RLlib experiment names its own algorithm, as run:)", "--algo")
     out = _output_path(args.output) if args.output else None
     with contextlib.suppress(OSError):
         if out is not None and out.exists() and os.path.samefile(out, args.file):
             raise UsageError(f"{args.output} is the file being converted; write the spec to another file", "-o")
     if zoo:
-        from rlsweep._zoo import algorithm_of_file, convert_zoo, read_file
+        from rlsweep._zoo import algorithm_named, algorithm_of_file, convert_zoo, read_file
         from rlsweep._zoo import header as zoo_header
 
-        algorithm = algorithm_of_file(Path(args.file).stem, args.file)
+        # --algo decides, as in rl-zoo3's `--algo ppo -conf FILE`; else the file's name (ppo.yml)
+        algorithm = algorithm_named(args.algo) if args.algo is not None else algorithm_of_file(Path(args.file).stem, args.file)
         spec, mapping = convert_zoo(read_file(args.file), args.env, algorithm=algorithm, source=args.file)
         unmapped = list(mapping.unmapped)
         text = zoo_header(args.file, mapping) + yaml.safe_dump(spec, sort_keys=False)
@@ -581,6 +584,7 @@ def _tracking_uri(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rlsweep._zoo import ALGORITHMS as ZOO_ALGORITHMS
     from rlsweep.analysis import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP
     from rlsweep.search_spaces import SEARCHERS
     from rlsweep.spec import DEFAULT_TRACKING_URI
@@ -606,6 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source_format", choices=CONVERT_FORMATS, default="rllib",
                    help="rllib: an old RLlib experiment YAML (default); zoo: an rl-zoo3 hyperparameters file (ppo.yml, sac.yml, dqn.yml)")
     p.add_argument("--env", help="with --from zoo: the entry to convert, by its env id (e.g. CartPole-v1)")
+    p.add_argument("--algo", help=f"with --from zoo: the algorithm of the file's entries, as rl-zoo3's --algo takes it "
+                                  f"({', '.join(ZOO_ALGORITHMS)}; default: from the file's name, ppo.yml)")
     p.add_argument("-o", "--output", help="write the spec here (default: print it)")
     p.add_argument("--experiment", help="which experiment, where the file holds several")
     p.set_defaults(handler=_convert)

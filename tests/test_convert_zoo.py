@@ -250,6 +250,36 @@ def test_the_zoo_options_go_together(capsys):
     assert "--env: only with --from zoo" in capsys.readouterr().err
 
 
+def test_a_tuned_file_of_any_name_converts_with_algo_as_rl_zoo3_takes_it(tmp_path, capsys):
+    # rl-zoo3 trains `--algo sac -conf my_sac.yml`; the file's name decides only when --algo is not given.
+    tuned = tmp_path / "my_tuned.yml"
+    tuned.write_bytes((DATA / "sac.yml").read_bytes())
+    assert main(["convert", "--from", "zoo", str(tuned), "--env", "Pendulum-v1"]) == 2
+    assert "not 'my_tuned'; for a file of another name, give its algorithm with --algo (ppo, sac, dqn)" in capsys.readouterr().err
+    by_name, by_algo = tmp_path / "by_name.yaml", tmp_path / "by_algo.yaml"
+    assert main(["convert", "--from", "zoo", str(DATA / "sac.yml"), "--env", "Pendulum-v1", "-o", str(by_name)]) == 0
+    assert main(["convert", "--from", "zoo", str(tuned), "--algo", "sac", "--env", "Pendulum-v1", "-o", str(by_algo)]) == 0
+    assert yaml.safe_load(by_algo.read_text()) == yaml.safe_load(by_name.read_text())  # the same SAC spec
+    assert "(rl-baselines3-zoo, SAC;" in by_algo.read_text().splitlines()[0]
+    # --algo decides over the name: dqn.yml's CartPole entry read as PPO's hyperparameters (its DQN names listed)
+    assert main(["convert", "--from", "zoo", str(DATA / "dqn.yml"), "--algo", "ppo", "--env", "CartPole-v1", "-o", str(by_algo)]) == 0
+    assert yaml.safe_load(by_algo.read_text())["algorithm"] == "PPO"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--from", "zoo", "--env", "CartPole-v1", "--algo", "a2c"],
+     "--algo: rlsweep converts rl-zoo3's ppo, sac, dqn only, not 'a2c' (RLlib's new API stack has no A2C)\n"),
+    (["--from", "zoo", "--env", "CartPole-v1", "--algo", "ppo2"], "--algo: rlsweep converts rl-zoo3's ppo, sac, dqn only, not 'ppo2'\n"),
+    (["--from", "zoo", "--env", "CartPole-v1", "--algo", ""], "--algo: rlsweep converts rl-zoo3's ppo, sac, dqn only, not ''\n"),
+    (["--algo", "ppo"], "--algo: only with --from zoo (an old RLlib experiment names its own algorithm, as run:)\n"),
+])
+def test_a_wrong_algo_is_a_usage_error_naming_the_choices_before_anything_is_written(tmp_path, capsys, argv, says):
+    out = tmp_path / "spec.yaml"
+    assert main(["convert", str(DATA / "ppo.yml"), "-o", str(out), *argv]) == 2
+    assert capsys.readouterr().err == says
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("text", [
     "dict(net_arch=[64, 64], activation_fn=getattr(nn, 'ReLU'))",
     "{{[64]: 1}}",

@@ -154,23 +154,48 @@ def read_bytes(path: Path) -> bytes | None:
 
 
 class GarbledFile(SweepError):
-    """A file of the experiment that reads, but not as what belongs there (cut off, garbled)."""
+    """A file of the experiment that reads, but not as what belongs there (cut off, garbled).
+
+    Attributes:
+        cut_off: It looks like a JSON object whose write was interrupted (it begins as one and holds no NUL
+            byte), rather than garbage: what a process killed mid-write leaves.
+    """
+
+    def __init__(self, message: str, *, cut_off: bool = False) -> None:
+        super().__init__(message)
+        self.cut_off = cut_off
 
 
 _ABSENT = object()
 
 
-def _json_noting(path: Path, damage: list[str]) -> Any:
-    """The JSON value in ``path``, or None where there is none or it is garbled; a file there that cannot be
-    read at all (a folder, a FIFO) is named in ``damage``."""
+def _looks_cut_off(data: bytes) -> bool:
+    """Whether ``data`` (which does not parse) reads as the start of a JSON object whose write stopped: a
+    process killed mid-write leaves that (or nothing at all, killed right after it opened the file). NUL
+    bytes never do (JSON escapes them): a file of zeros is a disk's
+    or a copy's damage, not a write cut short."""
+    text = data.strip()
+    return (not text or text.startswith(b"{")) and b"\x00" not in text
+
+
+def _json_noting(path: Path, damage: list[str], what: str) -> Any:
+    """The JSON object in ``path``, or None where there is none. What is there but cannot be read as an
+    object (a folder, a FIFO, cut off, NUL bytes, another JSON value) is named in ``damage`` with ``what``
+    of the trial is lost with it."""
     try:
         value = _read_json(path)
+    except GarbledFile as exc:
+        damage.append(f"{exc}: {'cut off' if exc.cut_off else 'garbled'}, {what} cannot be read")
+        return None
     except UnreadableFile as exc:
-        damage.append(str(exc))
+        damage.append(f"{exc}: {what} cannot be read")
         return None
-    except GarbledFile:
+    if value is _ABSENT:
         return None
-    return None if value is _ABSENT else value
+    if not isinstance(value, dict):
+        damage.append(f"{path}: holds {shorten(value)}, not a JSON object: {what} cannot be read")
+        return None
+    return value
 
 
 def _read_json(path: Path) -> Any:
@@ -186,7 +211,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
-        raise GarbledFile(f"{path}: is not JSON ({type(exc).__name__})") from None
+        # Zeros where JSON was are a disk's or a copy's damage; say so rather than the decoder's complaint.
+        why = "NUL bytes" if b"\x00" in data else type(exc).__name__
+        raise GarbledFile(f"{path}: is not JSON ({why})", cut_off=_looks_cut_off(data)) from None
 
 
 def _warn_each(problems: list[str]) -> None:
@@ -370,13 +397,23 @@ def reproducibility_files(root: Path) -> list[Path]:
 
 def confirmation_problems(root: Path) -> list[str]:
     """What stops ``rlsweep confirm`` from writing its files at ``root`` once it has retrained: a folder, a
-    FIFO or a device where one of them goes, or a file where its experiment's folder goes."""
+    FIFO or a device where one of them goes, or a file where its experiment's folder goes; and a plan of an
+    earlier confirmation that cannot be read (a rerun resumes that confirmation only with the same plan)."""
     problems = [p for name in (CONFIRMATION_FILE, REPRODUCIBILITY_JSON, REPRODUCIBILITY_MD)
                 if (p := file_problem(root / name)) is not None]
+    plan = confirmation_dir(root) / CONFIRMATION_PLAN
     if os.path.lexists(confirmation_dir(root)) and not _is_dir(confirmation_dir(root)):
         problems.append(f"{confirmation_dir(root)}: is not a folder")
-    elif (p := file_problem(confirmation_dir(root) / CONFIRMATION_PLAN)) is not None:
-        problems.append(p)
+    else:
+        try:
+            found = _read_json(plan)
+        except UnreadableFile as exc:
+            problems.append(str(exc))
+        except GarbledFile as exc:  # cut off, NUL bytes
+            problems.append(f"{exc}: the earlier confirmation's plan cannot be read")
+        else:
+            if found is not _ABSENT and not isinstance(found, dict):
+                problems.append(f"{plan}: holds {shorten(found)}, not a confirmation plan")
     return problems
 
 
@@ -439,6 +476,10 @@ def seed_checkpoint_dir(directory: str | Path, index: int) -> Path:
     return Path(directory) if index == 0 else Path(directory, SEED_CHECKPOINTS, str(index))
 
 
+class _DamagedMeta(SweepError):
+    """Checkpoint metadata that is there but neither rlsweep's nor a write cut short."""
+
+
 def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
     """Raises :class:`SweepError` for a checkpoint rlsweep did not write (or cut off by a crash), and
     :class:`UnreadableFile` where its metadata is a folder, a FIFO or a device."""
@@ -446,11 +487,12 @@ def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
     try:
         meta = _read_json(path)
     except GarbledFile as exc:
-        raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({exc})") from None
+        kind = SweepError if exc.cut_off else _DamagedMeta
+        raise kind(f"{directory}: not a complete rlsweep checkpoint ({exc})") from None
     if meta is _ABSENT:
         raise SweepError(f"{directory}: not a complete rlsweep checkpoint (no {CHECKPOINT_META})")
     if not isinstance(meta, dict) or not isinstance(meta.get("metrics", {}), dict):
-        raise SweepError(f"{directory}: not a complete rlsweep checkpoint ({CHECKPOINT_META} is not rlsweep's)")
+        raise _DamagedMeta(f"{directory}: not a complete rlsweep checkpoint ({CHECKPOINT_META} is not rlsweep's)")
     return meta
 
 
@@ -540,6 +582,31 @@ def _numeric_keys_checked(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _scan_rows(data: bytes) -> tuple[list[dict[str, Any]], int, bool]:
+    """The rows in a ``result.json``'s bytes, how many lines are garbled, and whether its last line is a row
+    whose write was cut short (what a sweep killed mid-write leaves; not counted as garbled)."""
+    rows: list[dict[str, Any]] = []
+    bad, cut_off = 0, False
+    lines = data.split(b"\n")
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line.decode(errors="replace"))
+        except (ValueError, RecursionError):
+            # Only the last line, unterminated, can be a write in progress or cut short.
+            if index == len(lines) - 1 and _looks_cut_off(line):
+                cut_off = True
+                continue
+            row = None
+        if isinstance(row, dict):
+            rows.append(_numeric_keys_checked(row))
+        else:
+            bad += 1
+    return rows, bad, cut_off
+
+
 def read_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The result rows in a ``result.json``, and how many lines could not be read. A line cut off by a
     crash or garbled on disk is skipped; the rows before and after it still count. No file: no rows.
@@ -547,23 +614,26 @@ def read_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
     Raises:
         UnreadableFile: it is a folder, a FIFO or a device, or cannot be read.
     """
-    rows: list[dict[str, Any]] = []
-    bad = 0
-    data = read_bytes(path)
-    for line in (data or b"").decode(errors="replace").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            bad += 1
-            continue
-        if isinstance(row, dict):
-            rows.append(_numeric_keys_checked(row))
-        else:
-            bad += 1
-    return rows, bad
+    rows, bad, cut_off = _scan_rows(read_bytes(path) or b"")
+    return rows, bad + cut_off
+
+
+def read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The result rows in a trial's ``result.json`` and how many of its lines are skipped, where the file reads
+    as one: Tune appends a row a line, so a last line cut short (a sweep killed mid-write) and a few garbled
+    lines among rows are skipped (the caller warns). No file, or an empty one: no rows.
+
+    Raises:
+        UnreadableFile: no regular file, or one that cannot be read; or one whose lines are mostly not rows
+            (more garbled lines than rows: a file of NUL bytes, garbage, another file's content), which read
+            as rows would pass for a trial with no results or only a few.
+    """
+    data = read_bytes(path) or b""
+    rows, bad, cut_off = _scan_rows(data)
+    if bad > len(rows):
+        what = "NUL bytes" if b"\x00" in data else "garbled"
+        raise UnreadableFile(f"{path}: is damaged ({what}: {bad} of its {bad + len(rows)} line(s) are not result rows)")
+    return rows, bad + cut_off
 
 
 def one_timeline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -606,11 +676,14 @@ class TuneState:
     Attributes:
         entries: trial id -> its entry; None where the file cannot be read as Tune's at all.
         problems: What is wrong in it, each naming the file (a reader skips what is odd; a resume refuses).
+        damage: Of those, what leaves a reader without Tune's word on every trial (the file cannot be read as
+            Tune's at all): the trials' states are then guessed from their own files, an incomplete answer.
     """
 
     path: Path | None
     entries: dict[str, TuneEntry] | None
     problems: tuple[str, ...] = ()
+    damage: tuple[str, ...] = ()
 
 
 def _entry_part(part: Any) -> Any:
@@ -665,14 +738,18 @@ def tune_state(root: Path) -> TuneState:
     if not files:
         return TuneState(None, None)
     newest = files[-1]
+    # Tune writes the file whole and then copies it; one that does not read was damaged after (or is being
+    # copied this instant: a reader run again reads it).
     try:
         data = _read_json(newest)
     except SweepError as exc:
-        return TuneState(newest, None, (f"{exc}; the trials' own files tell their states",))
+        problem = f"{exc}; the trials' own files tell their states"
+        return TuneState(newest, None, (problem,), (problem,))
     entries = data.get("trial_data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         # Not a state Tune wrote: the trials' own files tell their states.
-        return TuneState(newest, None, (f"{newest}: is not a Tune experiment state (no list of trial entries)",))
+        problem = f"{newest}: is not a Tune experiment state (no list of trial entries)"
+        return TuneState(newest, None, (problem,), (problem,))
     found: dict[str, TuneEntry] = {}
     problems = []
     for index, entry in enumerate(entries):
@@ -748,7 +825,10 @@ def _has_trial_files(folder: Path) -> bool:
     return any(os.path.lexists(folder / name) for name in (PARAMS_FILE, RESULT_FILE))
 
 
-def _checkpoints(trial_dir: Path, damage: list[str]) -> tuple[CheckpointRecord, ...]:
+def _checkpoints(trial_dir: Path, damage: list[str], notes: list[str]) -> tuple[CheckpointRecord, ...]:
+    """The trial's checkpoints rlsweep can vouch for. One without its metadata, or whose metadata was cut off
+    as it was written (a trial killed mid-save), is skipped with a note; metadata that is there but cannot
+    be read (a folder, NUL bytes, garbage, not rlsweep's) is damage."""
     records = []
     for directory in sorted(trial_dir.glob(CHECKPOINT_GLOB)):
         try:
@@ -756,7 +836,12 @@ def _checkpoints(trial_dir: Path, damage: list[str]) -> tuple[CheckpointRecord, 
         except UnreadableFile as exc:
             damage.append(str(exc))
             continue
-        except SweepError:
+        except _DamagedMeta as exc:
+            damage.append(f"{exc}: the checkpoint cannot be read")
+            continue
+        except SweepError as exc:
+            if not str(exc).endswith(f"(no {CHECKPOINT_META})"):
+                notes.append(f"{exc}; skipped")
             continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
         if not _is_dir(directory / ALGORITHM_STATE):
             log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
@@ -803,6 +888,8 @@ class _Found:
     unlisted: list[Path]
     #: What a reader warns about besides the trials' damage (garbled lines, odd state entries).
     notes: list[str]
+    #: What of the experiment, besides its trials, could not be read (Tune's state): an incomplete answer.
+    damage: tuple[str, ...] = ()
 
 
 def _read_trial(
@@ -812,7 +899,7 @@ def _read_trial(
     """One trial folder, read as far as it can be; what cannot is its damage."""
     damage: list[str] = []
     try:
-        raw, bad = read_rows(trial_dir / RESULT_FILE)
+        raw, bad = read_results(trial_dir / RESULT_FILE)
         results_readable = True
     except UnreadableFile as exc:
         raw, bad, results_readable = [], 0, False
@@ -824,7 +911,7 @@ def _read_trial(
     # the first one).
     config = rows[-1].get(CONFIG_KEY) if rows else None
     if not isinstance(config, Mapping):
-        params = _json_noting(trial_dir / PARAMS_FILE, damage)
+        params = _json_noting(trial_dir / PARAMS_FILE, damage, "the trial's config")
         config = params if isinstance(params, dict) else (entry.config if entry is not None and entry.config else {})
     first_id = rows[0].get(TRIAL_ID_KEY) if rows else None
     trial_id = trial_id or (first_id if isinstance(first_id, str) and first_id else _trial_id_from_dirname(trial_dir.name))
@@ -846,8 +933,8 @@ def _read_trial(
         # A diverged trial ends at the row that says so, as Tune's done does.
         done = bool(rows) and (rows[-1].get(DONE_KEY) or rows[-1].get(DIVERGED) or env_steps(rows[-1]) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
-    settings = _json_noting(trial_dir / TRIAL_FILE, damage)
-    checkpoints = _checkpoints(trial_dir, damage)
+    settings = _json_noting(trial_dir / TRIAL_FILE, damage, "the settings and seed the trial ran with")
+    checkpoints = _checkpoints(trial_dir, damage, notes)
     return Trial(
         trial_id=trial_id,
         path=trial_dir,
@@ -869,7 +956,7 @@ def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None 
     restores_others = bool(info.get("restores_other_trials", False))
     state = state or tune_state(root)
     entries = state.entries or {}
-    notes = list(state.problems)
+    notes = [p for p in state.problems if p not in state.damage]
     folders, claimed = _folders_of(root, entries)
     trials, unlisted = [], []
     for folder in folders:
@@ -898,20 +985,43 @@ def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None 
             damage=(f"{where}: trial {entry.trial_id} is listed in {state.path.name if state.path else 'Tune state'} "
                     f"({entry.status}) but its folder is gone",),
         ))
-    return _Found(trials, unlisted, notes)
+    return _Found(trials, unlisted, notes, state.damage)
 
 
-def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment directory's trials as found on disk.
+
+    Attributes:
+        damage: What of the experiment besides its trials could not be read (Tune's state), each naming the
+            file; with the trials' own :attr:`Trial.damage`, what makes a reader's answer incomplete.
+    """
+
+    trials: list[Trial]
+    damage: tuple[str, ...] = ()
+
+
+def read_experiment(root: Path, *, budget_env_steps: int) -> Experiment:
     """Every trial of the experiment at ``root``, as found on disk, plus each trial Tune's state lists whose
-    folder is gone (state :data:`MISSING`). What cannot be read is named in a warning: a trial's damage
-    (also in :attr:`Trial.damage`), garbled result lines, odd entries of Tune's state.
+    folder is gone (state :data:`MISSING`), and what of the rest could not be read. What cannot be read is
+    named in a warning: the experiment's damage, a trial's damage (also in :attr:`Trial.damage`), garbled
+    result lines, odd entries of Tune's state.
 
     Raises:
         SweepError: ``root`` is no rlsweep experiment directory.
     """
     found = _read_experiment(root, budget_env_steps)
-    _warn_each(found.notes + [d for t in found.trials for d in t.damage])
-    return found.trials
+    _warn_each([*found.damage, *found.notes, *(d for t in found.trials for d in t.damage)])
+    return Experiment(found.trials, found.damage)
+
+
+def read_trials(root: Path, *, budget_env_steps: int) -> list[Trial]:
+    """The trials of :func:`read_experiment` (what cannot be read named in a warning).
+
+    Raises:
+        SweepError: ``root`` is no rlsweep experiment directory.
+    """
+    return read_experiment(root, budget_env_steps=budget_env_steps).trials
 
 
 def matching_trials(trials: list[Trial], name: str) -> list[Trial]:

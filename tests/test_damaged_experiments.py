@@ -56,18 +56,31 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "a foreign folder": lambda r: (r / "train_zzz_foreign").mkdir() or (r / "train_zzz_foreign" / "result.json").write_text("hi\n"),
     "error.txt is binary": lambda r: (_trial(r, "aaa") / store.ERROR_FILE).write_bytes(b"\xff\xfe" * 50),
 }
+#: The damage a reader cannot read past: the file it names in a warning, and the answer is incomplete
+#: (exit 1). The rest is read as it is (one odd line among rows, a value of the wrong type, any bytes in an
+#: error text), without a word of incompleteness (exit 0).
+NAMED = {
+    "params.json is a list": f"train_aaa_00000_0_x/{store.PARAMS_FILE}: holds [1, 2], not a JSON object",
+    "checkpoint metadata is a list": f"({store.CHECKPOINT_META} is not rlsweep's): the checkpoint cannot be read",
+    "Tune's state is []": f"{STATE}: is not a Tune experiment state",
+    "Tune's state has odd trial data": f"{STATE}: is not a Tune experiment state",
+    "Tune's state is cut off": f"{STATE}: is not JSON",
+    "a foreign folder": "train_zzz_foreign/result.json: is damaged (garbled: 1 of its 1 line(s) are not result rows)",
+}
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
-def test_status_and_best_read_what_is_intact(tmp_path, capsys, damage):
+def test_status_and_best_read_what_is_intact(tmp_path, capsys, caplog, damage):
     root = _sweep(tmp_path / "exp")
     DAMAGE[damage](root)
     before = _snapshot(root)
+    expected = 1 if damage in NAMED else 0
     code, out, err = _run(capsys, "status", str(root))
-    assert code == 0, err
+    assert code == expected, err
     assert "bbb" in out and "Traceback" not in out + err
+    assert (NAMED[damage] in caplog.text and "incomplete" in err) if damage in NAMED else "incomplete" not in err, caplog.text
     code, out, err = _run(capsys, "best", str(root), "--rule", "last", "--json")
-    assert code == 0, err
+    assert code == expected, err
     best = json.loads(out)
     # bbb is intact in every case and the best under max; its best checkpoint is its last one.
     assert best["trial_id"] == "bbb" and best["value"] == 70
@@ -75,7 +88,7 @@ def test_status_and_best_read_what_is_intact(tmp_path, capsys, damage):
     # The export logs what is intact: bbb with every row.
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     code, _, err = _run(capsys, "export", str(root), "--tracking-uri", uri, "--experiment", "damaged")
-    assert code == 0, err
+    assert code == expected, err
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -159,3 +172,163 @@ def test_the_spec_kept_for_a_dict_spec_round_trips(tmp_path):
     # The hand-written directories keep their spec as rlsweep does; this guards the fixture itself.
     root = _sweep(tmp_path / "exp")
     assert store.spec_as_run(store.read_sweep_info(root)) == TINY_SPEC
+
+
+# --- a damaged file is not an empty one: every reader names it and says its answer is incomplete ------------
+
+import atexit  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import rlsweep.api  # noqa: E402
+from rlsweep.analysis import _load  # noqa: E402
+from tests.test_damaged_folders_round3 import Reached, run  # noqa: E402
+from tests.test_damaged_folders_round3 import _snapshot as _every_entry  # noqa: E402
+from tests.test_damaged_folders_round3 import _sweep as _confirmed_sweep  # noqa: E402
+
+
+@pytest.fixture
+def no_real_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ``resume``, ``confirm`` and ``reproduce`` would start Ray, a stub says their checks let the folder
+    through."""
+
+    def stub(*args: object, **kwargs: object) -> None:
+        raise Reached
+
+    monkeypatch.setattr(rlsweep.api, "resume", stub)
+    monkeypatch.setattr(rlsweep.api, "run", stub)
+    monkeypatch.setattr(_load, "_RETRAIN", stub)
+
+
+def _readers(root: Path, out: Path, trial: str) -> dict[str, tuple[str, ...]]:
+    return {
+        "status": ("status", str(root)),
+        "status --json": ("status", str(root), "--json"),
+        "best": ("best", str(root), "--rule", "last", "--json"),
+        "plot": ("plot", str(root), "-o", str(out / "curves.png")),
+        "resume": ("resume", str(root)),
+        "confirm": ("confirm", str(root), "--top", "1", "--seeds", "2"),
+        "reproduce": ("reproduce", str(root), trial),
+    }
+
+
+def test_a_results_file_of_nul_bytes_is_unreadable_to_every_reader(tmp_path, caplog, no_real_run):
+    from mlflow import MlflowClient
+
+    root = _confirmed_sweep(tmp_path / "exp")
+    result = _trial(root, "aaa") / store.RESULT_FILE
+    result.write_bytes(b"\0" * result.stat().st_size)
+    before = _every_entry(root)
+    named = f"{result}: is damaged (NUL bytes"
+    # Before: "skipped 1 unreadable line(s)", aaa TERMINATED with no rows "stopped early by the scheduler", exit 0.
+    code, out, err = run(root, "status", str(root))
+    assert code == 1 and "1 UNREADABLE, 1 TERMINATED" in out and "stopped early" not in out and "incomplete" in err
+    assert named in caplog.text
+    code, out, _ = run(root, "status", str(root), "--json")
+    assert code == 1 and {r["trial_id"]: (r["state"], r["unreadable"]) for r in json.loads(out)} == {
+        "aaa": ("UNREADABLE", store.RESULT_FILE), "bbb": ("TERMINATED", None)}
+    code, out, _ = run(root, "best", str(root), "--rule", "last", "--json")
+    assert code == 1 and json.loads(out)["trial_id"] == "bbb"
+    assert run(root, "plot", str(root), "-o", str(tmp_path / "p.png"))[0] == 1
+    code, _, err = run(root, "resume", str(root))
+    assert code == 2 and named in err
+    code, _, err = run(root, "confirm", str(root), "--top", "1", "--seeds", "2")
+    assert code == 2 and named in err
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code, _, err = run(root, "export", str(root), "--tracking-uri", uri, "--experiment", "nul")
+    assert code == 1 and "incomplete" in err
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("nul").experiment_id], "tags.`rlsweep.kind` = 'trial'")
+    # No run that says aaa finished with no metrics: it is left for an export once the file is repaired.
+    assert [r.data.tags["rlsweep.trial_id"] for r in runs] == ["bbb"]
+    assert _every_entry(root) == before
+
+
+def test_a_cut_off_settings_file_in_every_trial_is_named_by_every_reader(tmp_path, caplog, no_real_run):
+    from mlflow import MlflowClient
+
+    root = _confirmed_sweep(tmp_path / "exp")
+    for trial_id in ("aaa", "bbb"):
+        settings_file = _trial(root, trial_id) / store.TRIAL_FILE
+        settings_file.write_bytes(settings_file.read_bytes()[:25])
+    before = _every_entry(root)
+    named = f"{_trial(root, 'aaa') / store.TRIAL_FILE}: is not JSON (JSONDecodeError): cut off, the settings and seed"
+    # Before: seeds None without a word, exit 0.
+    code, out, err = run(root, "status", str(root), "--json")
+    assert code == 1 and named in caplog.text and "incomplete" in err
+    assert {(r["seed"], r["unreadable"]) for r in json.loads(out)} == {(None, store.TRIAL_FILE)}
+    # Before: "recorded no settings (it never started)".
+    code, _, err = run(root, "reproduce", str(root), "aaa")
+    assert code == 2 and f"cannot rerun trial aaa: {named}" in err and "never started" not in err
+    code, _, err = run(root, "confirm", str(root), "--top", "1", "--seeds", "2")
+    assert code == 2 and named in err
+    assert run(root, "resume", str(root))[0] == 2
+    # Before: the trials logged without their settings, silently, exit 0.
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    caplog.clear()
+    code, _, err = run(root, "export", str(root), "--tracking-uri", uri, "--experiment", "cut")
+    assert code == 1 and named in caplog.text and "incomplete" in err
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("cut").experiment_id], "tags.`rlsweep.kind` = 'trial'")
+    assert sorted(r.data.tags["rlsweep.trial_id"] for r in runs) == ["aaa", "bbb"]
+    assert _every_entry(root) == before
+
+
+# The examples' intact folder, built once; hypothesis draws the file to damage and how.
+_TEMPLATE = Path(tempfile.mkdtemp(prefix="rlsweep-damaged-")) / "exp"
+atexit.register(shutil.rmtree, _TEMPLATE.parent, True)
+_confirmed_sweep(_TEMPLATE)
+#: Every file the readers read to answer about the sweep's trials (not the spec's YAML, which the spec kept
+#: in rlsweep.json stands in for; not the confirmation's files, which only some readers read).
+READ = sorted(str(p.relative_to(_TEMPLATE)) for p in _TEMPLATE.rglob("*") if p.is_file() and (
+    p.parent != _TEMPLATE or p.name in (store.SWEEP_FILE, STATE)))
+
+
+def _normal(name: str, damage: object) -> bool:
+    """Whether ``damage`` to file ``name`` is what a sweep killed mid-write leaves: a results file's last line
+    cut short, or a checkpoint's metadata cut short as it was saved."""
+    return damage != "NUL bytes" and damage != "a folder" and (
+        name.endswith(store.RESULT_FILE) or name.endswith(store.CHECKPOINT_META))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(READ), damage=st.one_of(st.sampled_from(["NUL bytes", "a folder"]), st.floats(0, 1, exclude_max=True)),
+       reader=st.sampled_from(["status", "status --json", "best", "plot", "resume", "confirm", "reproduce"]))
+def test_any_file_a_reader_reads_damaged_is_named_and_never_read_as_empty(tmp_path, caplog, no_real_run, name, damage, reader):
+    example = Path(tempfile.mkdtemp(dir=tmp_path))
+    root = example / "exp"
+    shutil.copytree(_TEMPLATE, root)
+    path = root / name
+    size = path.stat().st_size
+    if damage == "NUL bytes":
+        path.write_bytes(b"\0" * size)
+    elif damage == "a folder":
+        path.unlink()
+        path.mkdir()
+    else:
+        path.write_bytes(path.read_bytes()[: int(damage * size)])  # cut at any byte
+    before = _every_entry(root)
+    trial = next((t for t in ("aaa", "bbb") if name.startswith(f"train_{t}_")), "aaa")
+    caplog.clear()
+    code, out, err = run(root, *_readers(root, example, trial)[reader])
+    said = caplog.text + err
+    assert _every_entry(root) == before
+    if _normal(name, damage):
+        if reader.startswith("status"):
+            assert code == 0, (name, damage, said)  # the answer is whole: what it read is all there was
+        return
+    if reader == "reproduce" and not (name.endswith(store.TRIAL_FILE) or name == store.SWEEP_FILE):
+        # It reruns a trial from the settings it recorded: damage elsewhere is named, and changes no rerun.
+        assert str(path) in said, (name, damage, said)
+        return
+    # Never exit 0 with a made-up state: the file named, the answer incomplete or refused.
+    assert code in (1, 2), (name, damage, reader, code, said)
+    assert str(path) in said or (name == store.SWEEP_FILE and store.SWEEP_FILE in said), (name, damage, said)
+    if reader in ("resume", "confirm") or name == store.SWEEP_FILE:
+        assert code == 2, (name, damage, reader, said)  # refused up front, nothing started
+    if reader == "status --json" and name.endswith(store.RESULT_FILE):
+        assert {r["trial_id"]: r["state"] for r in json.loads(out)}[trial] == store.UNREADABLE
+    shutil.rmtree(example)

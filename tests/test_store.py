@@ -248,3 +248,104 @@ def test_the_mlflow_lock_serializes_writers_and_a_read_only_directory_still_expo
     with store.mlflow_lock(root):
         entered.append(True)
     assert entered and "no MLflow lock" in caplog.text
+
+
+# --- a damaged file is not an empty one ----------------------------------------------------------------------
+
+
+def _rows(n):
+    return [{"trial_id": "abcde_00000", "env_steps": 500 * i, "return_mean": float(i)} for i in range(1, n + 1)]
+
+
+def test_a_results_file_of_nul_bytes_or_mostly_garbage_is_unreadable_not_empty(tmp_path):
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", _rows(4))
+    result = trial / store.RESULT_FILE
+    # Overwritten with zeros, same size (a disk's or a copy's damage): before, one skipped line and a trial
+    # with no rows, counted as finished.
+    result.write_bytes(b"\0" * result.stat().st_size)
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert read.state == store.UNREADABLE and read.rows == ()
+    assert read.damage == (f"{result}: is damaged (NUL bytes: 1 of its 1 line(s) are not result rows): the trial's results cannot be read",)
+    # More garbled lines than rows: another file's text, not a trial's results.
+    result.write_text(json.dumps(_rows(1)[0]) + "\nnot a row\n[1, 2]\n")
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert read.state == store.UNREADABLE and "is damaged (garbled: 2 of its 3 line(s) are not result rows)" in read.damage[0]
+
+
+def test_a_results_file_cut_short_or_with_a_stray_line_is_read_with_a_note(tmp_path, caplog):
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", _rows(1))
+    result = trial / store.RESULT_FILE
+    # A sweep killed mid-write: its one complete row and the start of the next, at any byte of it.
+    whole = json.dumps(_rows(2)[1])
+    for cut in (1, len(whole) // 2, len(whole) - 1):
+        result.write_text(json.dumps(_rows(1)[0]) + "\n" + whole[:cut])
+        (read,) = store.read_trials(root, budget_env_steps=2000)
+        assert (read.state, len(read.rows), read.damage) == (store.RUNNING, 1, ()), cut
+    assert "skipped 1 unreadable line(s) of result.json" in caplog.text
+    # The only line, cut short: a trial killed as it wrote its first row has none yet.
+    result.write_text(whole[: len(whole) // 2])
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert (read.state, read.rows, read.damage) == (store.PENDING, (), ())
+    # As many rows as garbled lines is no damage either: each row read is whole.
+    result.write_text(json.dumps(_rows(1)[0]) + "\n\0\0\0\n")
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert (len(read.rows), read.damage) == (1, ())
+
+
+@pytest.mark.parametrize("content", [b'{"settings": {"debugging.se', b"\0" * 64, b"", b"[1, 2]"],
+                         ids=["cut off", "NUL bytes", "empty", "not an object"])
+def test_a_settings_file_that_cannot_be_read_is_damage_not_a_trial_that_never_started(tmp_path, content):
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", _rows(4))
+    (trial / store.TRIAL_FILE).write_bytes(content)
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    # The trial's results are whole: it finished; what it ran with cannot be read, and says so.
+    assert read.state == store.TERMINATED and len(read.rows) == 4 and read.settings is None and read.seed is None
+    (problem,) = read.damage
+    assert problem.startswith(f"{trial / store.TRIAL_FILE}: ") and problem.endswith("the settings and seed the trial ran with cannot be read")
+    # No file at all is a trial that recorded nothing (it ran before rlsweep recorded settings): no damage.
+    (trial / store.TRIAL_FILE).unlink()
+    assert store.read_trials(root, budget_env_steps=2000)[0].damage == ()
+
+
+def test_a_params_file_that_cannot_be_read_is_damage_where_the_config_comes_from_it(tmp_path):
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", _rows(4))
+    (trial / store.PARAMS_FILE).write_bytes(b"\0" * 20)
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert read.config == {} and read.damage == (f"{trial / store.PARAMS_FILE}: is not JSON (NUL bytes): garbled, the trial's config cannot be read",)
+    # Rows that carry their config (as Tune writes them) do not need params.json: nothing is lost.
+    (trial / store.RESULT_FILE).write_text("".join(json.dumps({**r, "config": {"training.lr": 0.2}}) + "\n" for r in _rows(4)))
+    (read,) = store.read_trials(root, budget_env_steps=2000)
+    assert read.config == {"training.lr": 0.2} and read.damage == ()
+
+
+def test_checkpoint_metadata_cut_off_is_skipped_with_a_note_and_garbage_in_it_is_damage(tmp_path, caplog):
+    root = _experiment(tmp_path)
+    trial = _trial(root, "train_abcde_00000_0", _rows(4))
+    for index, content in enumerate((b'{"metrics": {"env_ste', b"\0" * 30, b'{"metrics": {"env_steps": 1500}}')):
+        (trial / f"checkpoint_{index:06d}" / store.ALGORITHM_STATE).mkdir(parents=True)
+        (trial / f"checkpoint_{index:06d}" / store.CHECKPOINT_META).write_bytes(content)
+    with caplog.at_level("WARNING"):
+        (read,) = store.read_trials(root, budget_env_steps=2000)
+    # A save interrupted leaves the first; zeros are no save of rlsweep's.
+    assert [c.path.name for c in read.checkpoints] == ["checkpoint_000002"]
+    assert read.damage == (f"{trial / 'checkpoint_000001'}: not a complete rlsweep checkpoint ({trial / 'checkpoint_000001' / store.CHECKPOINT_META}: "
+                           "is not JSON (NUL bytes)): the checkpoint cannot be read",)
+    assert f"{trial / 'checkpoint_000000'}: not a complete rlsweep checkpoint" in caplog.text
+
+
+@pytest.mark.parametrize("content", [b"\0" * 100, b'{"trial_data": [["{\\"tri', b"[]"], ids=["NUL bytes", "cut off", "not Tune's"])
+def test_a_tune_state_that_cannot_be_read_is_the_experiments_damage(tmp_path, caplog, content):
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", _rows(4))
+    state = root / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_bytes(content)
+    found = store.read_experiment(root, budget_env_steps=2000)
+    # The trial's state is then guessed from its own files: an answer that says it is incomplete.
+    (problem,) = found.damage
+    assert problem.startswith(f"{state}: ") and found.trials[0].state == store.TERMINATED and problem in caplog.text
+    state.write_text(json.dumps({"trial_data": []}))
+    assert store.read_experiment(root, budget_env_steps=2000).damage == ()

@@ -45,12 +45,14 @@ class Sweep:
             also logged as a warning. An answer read without it is incomplete: the CLI exits 1.
     """
 
-    def __init__(self, path: Path, spec: SweepSpec, trials: list[Trial], info: Mapping[str, Any]) -> None:
+    def __init__(
+        self, path: Path, spec: SweepSpec, trials: list[Trial], info: Mapping[str, Any], damage: Sequence[str] = ()
+    ) -> None:
         self.path = path
         self.spec = spec
         self.trials = trials
         self.info = dict(info)
-        self.damage: list[str] = [d for t in trials for d in t.damage]
+        self.damage: list[str] = [*damage, *(d for t in trials for d in t.damage)]
 
     @property
     def sweep_id(self) -> str:
@@ -90,10 +92,13 @@ class Sweep:
 
     def table(self) -> Any:
         """One row per trial: id, state, config columns, training seed (and all its seeds with
-        ``seeds.per_trial`` > 1), final and best metric, env steps, error."""
+        ``seeds.per_trial`` > 1), final and best metric, env steps, error; where a trial's file cannot be read,
+        ``unreadable`` names them (their values, a seed or the config, are then unknown, not empty)."""
         import pandas as pd
 
         metric, mode = self.spec.metric.name, self.spec.metric.mode
+        # Where a trial's file cannot be read, its column names them: a seed of None is not one it ran without.
+        damaged = any(t.damage for t in self.trials)
         records = []
         for trial in self.trials:
             values = [v for v in trial.values(metric) if not math.isnan(v)]
@@ -109,6 +114,8 @@ class Sweep:
             record["failures"] = trial.failures
             record["attempts"] = trial.failures + 1 if trial.rows or trial.state != store.PENDING else 0
             record["ended"] = self._why_ended(trial)
+            if damaged:
+                record["unreadable"] = ", ".join(_damaged_files(trial)) or None
             record["error"] = trial.error
             records.append(record)
         return pd.DataFrame.from_records(records)
@@ -293,7 +300,7 @@ class Sweep:
             raise SweepError("confirm() retrains through rlsweep's sweep stage: load the directory with rlsweep.load(DIR)")
         # Refused before anything runs: a ranking read without a damaged trial may be wrong, and a result
         # that cannot be written would be lost after hours of retraining.
-        if damaged := [d for t in self.trials for d in t.damage] + store.confirmation_problems(self.path):
+        if damaged := [*self.damage, *store.confirmation_problems(self.path)]:
             raise UsageError(
                 f"cannot confirm: {'; '.join(damaged[:3])}{f'; and {len(damaged) - 3} more' if len(damaged) > 3 else ''}. "
                 "Nothing was changed; restore or move away what is named, then confirm", "DIR")
@@ -411,7 +418,25 @@ def load(path: str | Path) -> Sweep:
     spec, problems = parse_spec(document, ran=True)
     if spec is None:
         raise SweepError(f"{store.spec_file(root)}: " + "; ".join(str(p) for p in problems))
-    return Sweep(root, spec, store.read_trials(root, budget_env_steps=spec.budget.env_steps), info)
+    found = store.read_experiment(root, budget_env_steps=spec.budget.env_steps)
+    return Sweep(root, spec, found.trials, info, found.damage)
+
+
+def _damaged_files(trial: Trial) -> list[str]:
+    """What of ``trial`` its damage names, each once: a file by its path in the trial's folder, or the folder
+    itself (gone, or not Tune's). Every damage message starts with the path it is about."""
+    folder = str(trial.path)
+    names = []
+    for problem in trial.damage:
+        if problem.startswith(folder + "/"):
+            name = problem[len(folder) + 1 :].split(": ", 1)[0]
+        elif problem.startswith(folder + ": "):
+            name = trial.path.name + "/"
+        else:
+            name = problem.split(": ", 1)[0]
+        if name not in names:
+            names.append(name)
+    return names
 
 
 __all__ = ["CheckpointRecord", "Sweep", "Trial", "load"]

@@ -81,9 +81,11 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Fail in seconds where nothing answers at a ``host:port`` (or ``ray://host:port``) address: Ray itself
     retries joining for minutes. ``auto`` is left to Ray, which finds a local cluster or says there is none."""
     host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
+    # 0-9 only: '²'.isdigit() is true and int('²') fails; a port past 65535 fails create_connection with OverflowError
+    if not sep or not (len(port) <= 5 and port.isascii() and port.isdigit() and int(port) <= 65535):
         if address != "auto":
-            raise UsageError(f"expects 'auto', 'host:port' or 'ray://host:port', got {address!r}", "--address / ray.address")
+            raise UsageError(f"expects 'auto', 'host:port' or 'ray://host:port' (a port from 0 to 65535 in the digits 0-9), "
+                             f"got {address!r}", "--address / ray.address")
         return
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()

@@ -410,3 +410,15 @@ def test_a_url_option_with_a_control_character_or_whitespace_is_a_usage_error(op
     assert exited.value.code == 2
     assert f"argument {flag}: a URL holds no control character or whitespace; got " in err.getvalue(), err.getvalue()
     assert f"with {char!r} at character" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+@settings(max_examples=60, deadline=None)
+@given(port=_NOT_ASCII_INDEX | st.integers(65536, 10**30).map(str), scheme=st.sampled_from(["", "ray://"]))
+def test_a_ray_address_whose_port_is_not_0_to_65535_in_ascii_digits_is_a_usage_error(port, scheme):
+    # '²' used to reach int() (ValueError), 99999999 socket.create_connection (OverflowError): tracebacks
+    from rlsweep.errors import UsageError
+    from rlsweep.runtime import _check_reachable
+
+    with pytest.raises(UsageError) as caught:
+        _check_reachable(f"{scheme}127.0.0.1:{port}", timeout_s=1)
+    assert "a port from 0 to 65535 in the digits 0-9" in str(caught.value) and repr(f"{scheme}127.0.0.1:{port}") in str(caught.value)

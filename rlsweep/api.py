@@ -17,7 +17,8 @@ from rlsweep.progress import checked_mode
 from rlsweep.analysis import Best, load, live_logger, set_retrainer, trace_target
 from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError, UsageError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
-from rlsweep.spec import SweepSpec, storage_problem
+from rlsweep._host import storage_problem
+from rlsweep.spec import SweepSpec
 from rlsweep.trainables import MemoryFit
 
 log = logging.getLogger("rlsweep")

@@ -561,7 +561,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _address(text: str) -> str:
     """``--address``: a usage error (exit 2) for a control character or whitespace, as in ``ray.address``."""
-    from rlsweep.spec import url_text_problem
+    from rlsweep._host import url_text_problem
 
     if problem := url_text_problem(text):
         raise argparse.ArgumentTypeError(problem)
@@ -572,7 +572,7 @@ def _tracking_uri(text: str) -> str:
     """``--tracking-uri``: a usage error (exit 2) for a character ``mlflow.tracking_uri`` may not hold."""
     from urllib.parse import urlsplit
 
-    from rlsweep.spec import is_local_store, url_text_problem
+    from rlsweep._host import is_local_store, url_text_problem
 
     try:
         local = is_local_store(urlsplit(text).scheme)

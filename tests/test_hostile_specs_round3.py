@@ -261,12 +261,12 @@ def test_storage_on_an_automounted_share_is_the_share_not_autofs(tmp_path, monke
     # the share listed after; a folder there is on the share.
     from pathlib import Path
 
-    from rlsweep import spec as spec_module
+    from rlsweep import _host
 
     table = (f"30 1 0:5 / / rw - ext4 /dev/root rw\n"
              f"40 30 0:50 / {tmp_path} rw - autofs systemd-1 rw\n"
              f"41 40 0:51 / {tmp_path} rw - nfs4 server:/share rw\n")
     real_read_text = Path.read_text
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: table if str(self) == "/proc/self/mountinfo" else real_read_text(self, *a, **k))
-    assert spec_module._filesystem_of(tmp_path) == "nfs4"
-    assert spec_module.folder_problem(str(tmp_path / "results")) is None
+    assert _host._filesystem_of(tmp_path) == "nfs4"
+    assert _host.folder_problem(str(tmp_path / "results")) is None

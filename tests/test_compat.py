@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from typing import Any
 
 
 def test_a_finished_trial_keeps_only_the_metrics_statistics():
@@ -135,3 +136,58 @@ def test_a_config_that_compiles_anywhere_keeps_torchs_own_functions():
     assert compiles(PPOConfig().framework(torch_compile_learner=True))
     assert compiles(PPOConfig().framework(torch_compile_worker=True))
     assert compiles(PPOConfig().evaluation(evaluation_config={"torch_compile_worker": True}))
+
+
+def test_each_private_method_a_seam_hands_over_is_one_rllib_has_and_its_public_names_are_new():
+    """A seam whose private method RLlib renamed would never be called (the lean update or the fast buffer would
+    quietly be RLlib's own), and one whose public name RLlib took would change RLlib's class."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+
+    from rlsweep import _compat
+
+    for seam, rllibs in ((_compat.LearnerUpdateSeams, PPOTorchLearner), (_compat.ReplaySamplerSeam, EpisodeReplayBuffer)):
+        names = [name for name in vars(seam) if not name.startswith("__")]
+        private = [name for name in names if name.startswith("_")]
+        assert private and all(callable(getattr(rllibs, name, None)) for name in private), (seam, private)
+        public = [name for name in names if not name.startswith("_")]
+        assert public and not any(hasattr(rllibs, name) for name in public), (seam, public)
+
+
+def test_the_settings_compat_reads_are_where_rllib_ax_and_opentelemetry_keep_them():
+    """Each reader of a private setting gives back what was set, not its fallback: on an upgrade that moved one,
+    this fails rather than a sweep quietly using a default."""
+    import gymnasium as gym
+    from ax.api import Client
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from ray.rllib.algorithms.sac import SACConfig
+    from ray.rllib.algorithms.sac.sac_catalog import SACCatalog
+    from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
+    from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+
+    from rlsweep import _compat
+
+    config = SACConfig()
+    assert _compat.configured_learner_class(config) is None and _compat.configured_learner_connector(config) is None
+    assert config.learner_class is SACTorchLearner  # the public one says the default: it cannot tell unset from set
+
+    def pieces(*args: Any) -> list:
+        return []
+
+    config.learners(learner_class=SACTorchLearner, learner_connector=pieces)
+    assert _compat.configured_learner_class(config) is SACTorchLearner
+    assert _compat.configured_learner_connector(config) is pieces
+
+    assert _compat.replay_metrics_window(EpisodeReplayBuffer(capacity=10, metrics_num_episodes_for_smoothing=7), 100) == 7
+    space = gym.spaces.Box(-1.0, 1.0, (3,))
+    model = _compat.catalog_model_config(SACCatalog(space, space, {"fcnet_hiddens": [7, 5]}))
+    assert model["fcnet_hiddens"] == [7, 5] and "fcnet_activation" in model  # the module's over RLlib's defaults
+
+    client = Client(random_seed=3)
+    assert _compat.ax_client_seed(client) == 3
+    _compat.set_ax_client_seed(client, 5)
+    assert _compat.ax_client_seed(client) == 5
+
+    endpoint = "http://127.0.0.1:4318/v1/traces"
+    assert _compat.otlp_endpoint(OTLPSpanExporter(endpoint=endpoint), "the OTLP endpoint") == endpoint
+    assert _compat.otlp_endpoint(object(), "the OTLP endpoint") == "the OTLP endpoint"

@@ -214,7 +214,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     summary: dict[str, Any] = {}
     for name in args.corners:
-        def median(side: str, key: str) -> float:
+        def median(side: str, key: str, name: str = name) -> float:
             return statistics.median(r[key] for r in runs if r["corner"] == name and r["side"] == side)
 
         per_step = {side: median(side, "cpu_ms_per_env_step") for side in SIDES}

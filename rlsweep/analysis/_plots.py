@@ -106,7 +106,7 @@ def parallel_figure(sweep: SweepView) -> Any:
             scaled[name] = (values - lo) / (hi - lo) if hi > lo else values * 0 + 0.5
         else:
             levels = sorted(column.dropna().unique().tolist())
-            scaled[name] = column.map(lambda v: (levels.index(v) + 0.5) / len(levels) if v in levels else np.nan)
+            scaled[name] = column.map(lambda v, levels=levels: (levels.index(v) + 0.5) / len(levels) if v in levels else np.nan)
     if len(frame):
         colours = matplotlib.colormaps["viridis"]
         s = scaled[score]

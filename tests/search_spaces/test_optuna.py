@@ -72,7 +72,7 @@ def test_inactive_conditional_parameters_are_absent():
 def test_normal_domain_is_refused_with_the_parameter_named():
     space, _ = parse_search_space({"training.lr": {"normal": [0.001, 0.0001]}})
     with pytest.raises(IncompatibleError) as info:
-        OptunaCompiler().compile(space).native
+        _ = OptunaCompiler().compile(space).native
     assert info.value.problems[0].path == "search_space.training.lr"
     assert "searcher 'optuna' cannot express a 'normal' domain" in info.value.problems[0].message
 

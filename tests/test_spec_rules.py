@@ -1,4 +1,4 @@
-"""Hostile specs, round 3: what used to validate and then fail every trial (or crash validate) is refused at
+"""Spec rules at hostile values: what used to validate and then fail every trial (or crash validate) is refused at
 its path: training seeds numpy refuses, a storage folder that cannot be made, NaN and infinite settings, a
 tracking URI or OTLP endpoint no client can use, numbers past a float's range, chains of conditions, counts
 that make a run endless, and searched values that break a rule a written value keeps."""

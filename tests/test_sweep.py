@@ -31,7 +31,7 @@ def test_run_with_an_address_where_nothing_answers_exits_2_at_once(tmp_path, add
 @pytest.mark.slow
 def test_a_metric_key_the_algorithm_does_not_report_ends_the_sweep_as_a_spec_error(tmp_path):
     """It can only be known from the first result (a key one typo from RLlib's own is refused at validate:
-    tests/test_preflight_round3.py); it is the spec's error (exit 2), not a trial failure to retry on every
+    tests/trainables/test_preflight.py); it is the spec's error (exit 2), not a trial failure to retry on every
     trial. Here RLlib's old name, episode_reward_mean."""
     spec = tmp_path / "spec.yaml"
     document = {**TINY_SPEC, "storage": str(tmp_path / "results"), "mlflow": None, "scheduler": "fifo",

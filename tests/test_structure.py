@@ -194,7 +194,7 @@ _BY_STRING = {"getattr", "hasattr", "setattr", "delattr", "__getattribute__", "_
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.\w+)+")
 
 
-def _imports(tree: ast.AST, module: str, package_name: str, is_package: bool) -> dict[str, str]:
+def _imports(tree: ast.AST, module: str, is_package: bool) -> dict[str, str]:
     """local name -> the dotted path it stands for, from every import in the file (function-local too)."""
     package = module if is_package else module.rpartition(".")[0]
     bound: dict[str, str] = {}
@@ -338,15 +338,16 @@ def private_uses(root: Path = PACKAGE, *, skip: tuple[str, ...] = ("_compat.py",
     class of another package it is mixed with (found by importing it and reading that class's source).
 
     The package's own: a name imported from it; ``self._x`` and ``cls._x`` where no other package's class
-    in the MRO has ``_x``; on any other object, a private name some class of the package defines (a method,
+    in the MRO has ``_x``; on any other object, a private name a class of the same file defines (a method,
     a class attribute, a slot, a ``self._x = ...``), or one starting with ``_<package>`` (a mark the package
-    puts on another package's object). Files named in ``skip`` are left out."""
+    puts on another package's object). Files named in ``skip`` are left out. Not seen: a private name
+    reached through ``vars()`` or ``__dict__``, or a nested class mixed in elsewhere (a factory's mixin)."""
     own = root.name
     sources: dict[Path, tuple[str, ast.Module, dict[str, str]]] = {}
     for path in sorted(root.rglob("*.py")):
         module = _module_name(path, root.parent)
         tree = ast.parse(path.read_text(), str(path))
-        sources[path] = (module, tree, _imports(tree, module, own, path.name == "__init__.py"))
+        sources[path] = (module, tree, _imports(tree, module, path.name == "__init__.py"))
 
     # The package's classes, with the other packages' classes each is mixed with (a mixin counts with every
     # class that mixes it in).
@@ -387,68 +388,86 @@ def private_uses(root: Path = PACKAGE, *, skip: tuple[str, ...] = ("_compat.py",
 
     found: list[PrivateUse] = []
     for path, (module, tree, imports) in sources.items():
-        if path.name in skip:
-            continue
-        relative = str(path.relative_to(root.parent))
-        docstrings = _docstrings(tree)
-        source = path.read_text()
-
-        def use(node: ast.AST, name: str) -> None:
-            code = (ast.get_source_segment(source, node) or name).splitlines()[0]
-            found.append(PrivateUse(relative, node.lineno, name, code))
-
-        def on_object(node: ast.AST, obj: ast.expr, name: str, cls: _ClassFacts | None) -> None:
-            if not _is_private(name) or name.startswith(f"_{own}"):
-                return
-            dotted = _dotted(obj, imports)
-            if dotted is not None:
-                if dotted.split(".")[0] != own:
-                    use(node, name)
-                return
-            if cls is not None and _is_self(obj):
-                if name in cls.foreign or (cls.unknown_base and name not in cls.defined) or (
-                        not cls.unknown_base and name not in defined_by_package):
-                    use(node, name)
-                return
-            if name not in defined_in.get(path, ()):
-                use(node, name)
-
-        def visit(node: ast.AST, cls: _ClassFacts | None) -> None:
-            if isinstance(node, ast.ClassDef):
-                cls = facts[id(node)]
-                for item in node.body:  # what the body defines: an override where another package's class has it
-                    names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
-                             [t.id for t in (item.targets if isinstance(item, ast.Assign) else [item.target])
-                              if isinstance(t, ast.Name)] if isinstance(item, (ast.Assign, ast.AnnAssign)) else [])
-                    for name in names:
-                        if _is_private(name) and not name.startswith(f"_{own}") and (
-                                name in cls.foreign or cls.unknown_base):
-                            use(item, name)
-            elif isinstance(node, ast.Attribute):
-                on_object(node, node.value, node.attr, cls)
-            elif isinstance(node, ast.Call) and (called := _by_string(node)):
-                on_object(node, called[1], called[2], cls)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.split(".")[0] != own and _has_private_part(alias.name):
-                        use(node, alias.name)
-            elif isinstance(node, ast.ImportFrom):
-                base = _absolute(node, module if path.name == "__init__.py" else module.rpartition(".")[0])
-                if base.split(".")[0] != own:
-                    if _has_private_part(base):
-                        use(node, base)
-                    for alias in node.names:
-                        if _is_private(alias.name):
-                            use(node, f"{base}.{alias.name}")
-            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-                  and _DOTTED.fullmatch(node.value) and _has_private_part(node.value)
-                  and node.value.split(".")[0] != own and importlib.util.find_spec(node.value.split(".")[0])):
-                use(node, node.value)
-            for child in ast.iter_child_nodes(node):
-                visit(child, cls)
-
-        visit(tree, None)
+        if path.name not in skip:
+            scan = _FileScan(path, root, module, tree, imports, facts, defined_in.get(path, set()), defined_by_package)
+            scan.visit(tree, None)
+            found += scan.found
     return sorted(found, key=lambda u: (u.path, u.line, u.name))
+
+
+@dataclass
+class _FileScan:
+    """The private uses of one file of the package (see :func:`private_uses`)."""
+
+    path: Path
+    root: Path
+    module: str
+    tree: ast.Module
+    imports: dict[str, str]
+    facts: dict[int, _ClassFacts]
+    defined_here: set[str]  #: private names the file's own classes define
+    defined_by_package: set[str]  #: private names any class of the package defines
+    found: list[PrivateUse] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.own = self.root.name
+        self.source = self.path.read_text()
+        self.docstrings = _docstrings(self.tree)
+
+    def use(self, node: ast.AST, name: str) -> None:
+        code = (ast.get_source_segment(self.source, node) or name).splitlines()[0]
+        self.found.append(PrivateUse(str(self.path.relative_to(self.root.parent)), node.lineno, name, code))
+
+    def on_object(self, node: ast.AST, obj: ast.expr, name: str, cls: _ClassFacts | None) -> None:
+        if not _is_private(name) or name.startswith(f"_{self.own}"):
+            return
+        dotted = _dotted(obj, self.imports)
+        if dotted is not None:  # a module or class imported by name: the package's own or another's
+            if dotted.split(".")[0] != self.own:
+                self.use(node, name)
+            return
+        if cls is not None and _is_self(obj):
+            if name in cls.foreign or (cls.unknown_base and name not in cls.defined) or (
+                    not cls.unknown_base and name not in self.defined_by_package):
+                self.use(node, name)
+            return
+        if name not in self.defined_here:  # another object: own only if a class of this file has the name
+            self.use(node, name)
+
+    def visit(self, node: ast.AST, cls: _ClassFacts | None) -> None:
+        if isinstance(node, ast.ClassDef):
+            cls = self.facts[id(node)]
+            for item in node.body:  # what the body defines: an override where another package's class has it
+                names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                         [t.id for t in (item.targets if isinstance(item, ast.Assign) else [item.target])
+                          if isinstance(t, ast.Name)] if isinstance(item, (ast.Assign, ast.AnnAssign)) else [])
+                for name in names:
+                    if _is_private(name) and not name.startswith(f"_{self.own}") and (
+                            name in cls.foreign or cls.unknown_base):
+                        self.use(item, name)
+        elif isinstance(node, ast.Attribute):
+            self.on_object(node, node.value, node.attr, cls)
+        elif isinstance(node, ast.Call) and (called := _by_string(node)):
+            self.on_object(node, called[1], called[2], cls)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != self.own and _has_private_part(alias.name):
+                    self.use(node, alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            package = self.module if self.path.name == "__init__.py" else self.module.rpartition(".")[0]
+            base = _absolute(node, package)
+            if base.split(".")[0] != self.own:
+                if _has_private_part(base):
+                    self.use(node, base)
+                for alias in node.names:
+                    if _is_private(alias.name):
+                        self.use(node, f"{base}.{alias.name}")
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.docstrings
+              and _DOTTED.fullmatch(node.value) and _has_private_part(node.value)
+              and node.value.split(".")[0] != self.own and importlib.util.find_spec(node.value.split(".")[0])):
+            self.use(node, node.value)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, cls)
 
 
 #: A dependency's private names used outside ``rlsweep/_compat.py``, for now: (file, name) -> where they go.

@@ -1,5 +1,6 @@
 """The package's structure as ARCHITECTURE's package map states it: no import cycle (function-local and
-type-checking imports included), each stage importing only what it may, and the export working without Ray."""
+type-checking imports included), each stage importing only what it may, another package's private names used
+only in ``rlsweep/_compat.py`` (each with its version), and the export working without Ray."""
 
 from __future__ import annotations
 

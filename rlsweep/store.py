@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import logging
 import math
@@ -254,12 +255,35 @@ def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any]
     sweep_id = uuid.uuid4().hex
     # The spec as it ran, kept apart from the YAML file, so an edit before a resume is found and listed.
     # The path it started at tells a copy of the folder (which keeps the sweep id) from the original.
-    info = {
+    info = json.loads(json.dumps({
         "sweep_id": sweep_id, "created": _dt.datetime.now().isoformat(), "path": str(path.resolve()),
         "spec": dict(document), **facts,
-    }
-    (path / SWEEP_FILE).write_text(json.dumps(info, default=str))
+    }, default=str))
+    # Its checksum tells a damaged file from a spec file edited since: either makes the two specs differ.
+    info[CHECKSUM_KEY] = _checksum(info)
+    (path / SWEEP_FILE).write_text(json.dumps(info))
     return sweep_id
+
+
+#: The key of the sweep info's checksum: sha256 of the rest of it, as canonical JSON.
+CHECKSUM_KEY = "sha256"
+
+
+def _checksum(info: Mapping[str, Any]) -> str:
+    rest = {k: v for k, v in info.items() if k != CHECKSUM_KEY}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def sweep_info_problem(path: Path, info: Mapping[str, Any]) -> str | None:
+    """What is wrong with the sweep info read from ``path``'s ``rlsweep.json``, naming the file: it does not
+    match its checksum (damaged on disk; a sweep from before rlsweep wrote one has none), or the spec it keeps
+    is no spec document. None where it is intact (as far as it can tell)."""
+    where = path / SWEEP_FILE
+    if CHECKSUM_KEY in info and info[CHECKSUM_KEY] != _checksum(info):
+        return f"{where}: is damaged (its content does not match its {CHECKSUM_KEY} checksum)"
+    if "spec" in info and not isinstance(info["spec"], Mapping):
+        return f"{where}: is damaged (the spec kept in it is {shorten(info['spec'])}, not a spec document)"
+    return None
 
 
 def read_sweep_info(path: Path) -> dict[str, Any]:
@@ -334,8 +358,11 @@ def spec_file(path: Path) -> Path:
 
 def spec_as_run(info: Mapping[str, Any]) -> dict[str, Any] | None:
     """The spec document the sweep ran with, as kept in its info (None for a sweep from before rlsweep kept
-    it there). Readers use it rather than ``rlsweep_spec.yaml``, which a user may have edited since."""
+    it there, or where the info is damaged: see :func:`sweep_info_problem`). Readers use it rather than
+    ``rlsweep_spec.yaml``, which a user may have edited since."""
     ran = info.get("spec")
+    if CHECKSUM_KEY in info and info[CHECKSUM_KEY] != _checksum(info):
+        return None
     return dict(ran) if isinstance(ran, Mapping) else None
 
 
@@ -797,6 +824,9 @@ def resume_problems(root: Path) -> list[str]:
     problems = []
     for name in (SWEEP_FILE, SPEC_FILE):
         if (problem := file_problem(root / name)) is not None:
+            problems.append(problem)
+    with contextlib.suppress(SweepError):  # no sweep info at all is the caller's to refuse
+        if (problem := sweep_info_problem(root, read_sweep_info(root))) is not None:
             problems.append(problem)
     if (problem := _complete_pickle(root / TUNER_FILE)) is not None:
         problems.append(problem)

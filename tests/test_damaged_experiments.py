@@ -177,7 +177,7 @@ def test_the_spec_kept_for_a_dict_spec_round_trips(tmp_path):
 # --- a damaged file is not an empty one: every reader names it and says its answer is incomplete ------------
 
 import atexit  # noqa: E402
-import os  # noqa: E402
+import pickle  # noqa: E402
 import tempfile  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -331,4 +331,77 @@ def test_any_file_a_reader_reads_damaged_is_named_and_never_read_as_empty(tmp_pa
         assert code == 2, (name, damage, reader, said)  # refused up front, nothing started
     if reader == "status --json" and name.endswith(store.RESULT_FILE):
         assert {r["trial_id"]: r["state"] for r in json.loads(out)}[trial] == store.UNREADABLE
+    shutil.rmtree(example)
+
+
+# --- a damaged rlsweep.json is said to be damaged, not the spec file edited ---------------------------------
+
+
+def _checked_sweep(root: Path) -> Path:
+    """Two finished trials under sweep info as rlsweep writes it (with its checksum)."""
+    import yaml
+
+    store.create_experiment(root, spec_yaml=yaml.safe_dump(TINY_SPEC), document=TINY_SPEC)
+    write_trial(root, "aaa", [10, 20, 30, 40], checkpoints=[2000, 4000], config={"training.lr": 0.01})
+    write_trial(root, "bbb", [5, 50, 60, 70], checkpoints=[2000, 4000], config={"training.lr": 0.001})
+    entries = [[json.dumps({"trial_id": t, "status": "TERMINATED", "relative_logdir": _trial(root, t).name}), "{}"] for t in ("aaa", "bbb")]
+    (root / STATE).write_text(json.dumps({"trial_data": entries}))
+    (root / store.TUNER_FILE).write_bytes(pickle.dumps({"tuner": "state"}))
+    return root
+
+
+def test_a_damaged_sweep_info_is_named_and_the_sweep_read_with_its_spec_file(tmp_path, capsys, caplog):
+    root = _checked_sweep(tmp_path / "exp")
+    info = root / store.SWEEP_FILE
+    info.write_text(info.read_text().replace('"max"', '"min"'))  # a byte of the kept spec, not the YAML
+    code, out, err = _run(capsys, "best", str(root), "--rule", "last", "--json")
+    # Before: "rlsweep_spec.yaml was edited", and the best under the damaged mode (min: aaa), exit 0.
+    assert code == 1 and json.loads(out)["trial_id"] == "bbb" and "incomplete" in err
+    assert f"{info}: is damaged (its content does not match its sha256 checksum)" in caplog.text and "was edited" not in caplog.text
+    code, _, err = _run(capsys, "resume", str(root))
+    assert code == 2 and f"{info}: is damaged" in err and "differs from the spec" not in err
+
+
+def test_an_edited_or_unreadable_spec_file_is_said_to_be_so_and_the_kept_spec_read(tmp_path, capsys, caplog):
+    root = _checked_sweep(tmp_path / "exp")
+    spec_file = store.spec_file(root)
+    spec_file.write_text(spec_file.read_text().replace("mode: max", "mode: min"))
+    code, out, _ = _run(capsys, "best", str(root), "--rule", "last", "--json")
+    assert code == 0 and json.loads(out)["trial_id"] == "bbb" and f"{spec_file} was edited since the sweep ran" in caplog.text
+    spec_file.write_bytes(b"\0" * 100)
+    caplog.clear()
+    code, out, _ = _run(capsys, "best", str(root), "--rule", "last", "--json")
+    assert code == 0 and json.loads(out)["trial_id"] == "bbb"
+    assert f"{spec_file} cannot be read" in caplog.text and "was edited" not in caplog.text
+
+
+_INFO = Path(tempfile.mkdtemp(prefix="rlsweep-info-")) / "exp"
+atexit.register(shutil.rmtree, _INFO.parent, True)
+_checked_sweep(_INFO)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.floats(0, 1, exclude_max=True), byte=st.integers(32, 126))
+def test_any_byte_of_the_sweep_info_changed_is_damage_never_an_edit(tmp_path, caplog, where, byte):
+    example = Path(tempfile.mkdtemp(dir=tmp_path))
+    root = example / "exp"
+    shutil.copytree(_INFO, root)
+    info = root / store.SWEEP_FILE
+    data = bytearray(info.read_bytes())
+    at = int(where * len(data))
+    data[at] = byte
+    info.write_bytes(bytes(data))
+    original = json.loads((_INFO / store.SWEEP_FILE).read_text())
+    try:
+        changed = json.loads(bytes(data))
+    except ValueError:
+        changed = None
+    caplog.clear()
+    code, out, err = run(root, "status", str(root))
+    said = caplog.text + err
+    assert "was edited" not in said, said  # the spec file was never touched
+    # Where what it holds changed (not only its checksum's key, which leaves it an unchecked older one):
+    # refused (exit 2) or read as damaged (exit 1), rlsweep.json named either way.
+    if changed is None or any(changed.get(k) != v for k, v in original.items() if k != store.CHECKSUM_KEY):
+        assert code in (1, 2) and store.SWEEP_FILE in said, (bytes(data), code, said)
     shutil.rmtree(example)

@@ -349,3 +349,23 @@ def test_a_tune_state_that_cannot_be_read_is_the_experiments_damage(tmp_path, ca
     assert problem.startswith(f"{state}: ") and found.trials[0].state == store.TERMINATED and problem in caplog.text
     state.write_text(json.dumps({"trial_data": []}))
     assert store.read_experiment(root, budget_env_steps=2000).damage == ()
+
+
+# --- the sweep info tells its own damage from an edited spec file -------------------------------------------
+
+
+def test_the_sweep_info_carries_a_checksum_that_tells_damage_from_an_edit(tmp_path):
+    path = _experiment(tmp_path, searcher="optuna")
+    info = store.read_sweep_info(path)
+    assert store.sweep_info_problem(path, info) is None and store.spec_as_run(info) == {"name": "exp"}
+    # One byte of the file changed, still JSON: the spec it keeps is not the one the sweep ran.
+    (path / store.SWEEP_FILE).write_text((path / store.SWEEP_FILE).read_text().replace('"exp"', '"exq"'))
+    info = store.read_sweep_info(path)
+    assert store.sweep_info_problem(path, info) == f"{path / store.SWEEP_FILE}: is damaged (its content does not match its sha256 checksum)"
+    assert store.spec_as_run(info) is None  # readers fall back to the spec file, saying why
+    assert f"{path / store.SWEEP_FILE}: is damaged" in "; ".join(store.resume_problems(path))
+    # A sweep from before the checksum: only a spec that is no document is known to be damage.
+    (path / store.SWEEP_FILE).write_text(json.dumps({"sweep_id": "abc", "spec": [1]}))
+    assert "the spec kept in it is [1], not a spec document" in store.sweep_info_problem(path, store.read_sweep_info(path))
+    (path / store.SWEEP_FILE).write_text(json.dumps({"sweep_id": "abc", "spec": {"name": "exq"}}))
+    assert store.sweep_info_problem(path, store.read_sweep_info(path)) is None

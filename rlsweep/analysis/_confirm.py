@@ -368,6 +368,22 @@ def no_confirmation(path: Path) -> str:
     return f"{path} has no confirmation yet; run `rlsweep confirm {path}` first"
 
 
+def unusable_confirmation(path: Path, result: Mapping[str, Any], trial_ids: set[str], problems: Sequence[str]) -> str:
+    """Why the confirmation stored in the sweep at ``path`` (read as ``result``, with ``problems`` found in
+    its file) ranks none of the sweep's trials: what is wrong with the file, named, not the sweep's trials."""
+    where = path / store.CONFIRMATION_FILE
+    rows = result.get("configurations", [])
+    if not rows:
+        why = "holds no configuration rlsweep can read"
+    elif not any(row["trial_id"] in trial_ids for row in rows):
+        why = f"confirms {shorten([row['trial_id'] for row in rows])}, none of which is a trial of this sweep"
+    else:
+        mine = [p.removeprefix(f"{where}: ") for p in problems]
+        why = ("has no IQM rlsweep can read for any of its configurations" + (f" ({'; '.join(mine[:3])})" if mine else
+               " (none finished on two test seeds)"))
+    return f"{where}: {why}; run `rlsweep confirm {path}` again to redo it"
+
+
 def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: int) -> tuple[dict[str, dict[int, float]], dict[str, list[str]]]:
     """Each confirmation run's final evaluation, by configuration and test seed, and what is missing."""
     scores: dict[str, dict[int, float]] = {c: {} for c in plan.candidates}
@@ -402,4 +418,5 @@ __all__ = [
     "read_confirmation",
     "scores_from",
     "summarize",
+    "unusable_confirmation",
 ]

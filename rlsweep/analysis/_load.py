@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -23,6 +24,7 @@ from rlsweep.analysis._confirm import (
     read_confirmation,
     scores_from,
     summarize,
+    unusable_confirmation,
 )
 from rlsweep.analysis._record import markdown as reproducibility_page
 from rlsweep.analysis._record import record as reproducibility_record
@@ -245,11 +247,13 @@ class Sweep:
         ]
 
     def _ranked_by_confirmation(self) -> list[Best]:
+        """Raises :class:`UsageError` where no confirmation ranks a trial: none ran, or its file (named, with
+        what is wrong in it) has none of the sweep's trials with a readable IQM."""
         result = self.confirmation()
         if result is None:
             raise UsageError(no_confirmation(self.path), "--rule")
         by_id = {t.trial_id: t for t in self.trials}
-        return [
+        ranked = [
             replace(
                 self._with_checkpoint(by_id[row["trial_id"]], row["iqm"], DEFAULT_RULE),
                 metric=str(result["metric"]),
@@ -260,6 +264,10 @@ class Sweep:
             for row in result["configurations"]
             if row["trial_id"] in by_id and row.get("iqm") is not None and not math.isnan(float(row["iqm"]))
         ]
+        if not ranked:
+            where = str(self.path / store.CONFIRMATION_FILE)
+            raise UsageError(unusable_confirmation(self.path, result, set(by_id), [d for d in self.damage if d.startswith(where)]), "--rule")
+        return ranked
 
     def confirmation(self) -> dict[str, Any] | None:
         """What ``rlsweep confirm`` measured on held-out seeds (the JSON it printed), or None before it ran
@@ -399,27 +407,54 @@ def load(path: str | Path) -> Sweep:
     if not root.is_dir():
         raise SweepError(f"{root}: no such experiment directory")
     info = store.read_sweep_info(root)
+    spec, damage = _spec_of(root, info)
+    found = store.read_experiment(root, budget_env_steps=spec.budget.env_steps)
+    return Sweep(root, spec, found.trials, info, [*damage, *found.damage])
+
+
+def _spec_of(root: Path, info: Mapping[str, Any]) -> tuple[SweepSpec, list[str]]:
+    """The spec the sweep at ``root`` ran with, and what of the sweep's info could not be read (each named
+    in a warning). Results are read with the spec kept in ``rlsweep.json`` (its metric, mode and budget),
+    whatever ``rlsweep_spec.yaml`` says now; where that copy is damaged, with the YAML file, which a user
+    may have edited since: an answer that says it is incomplete.
+
+    Raises:
+        SweepError: neither spec can be read.
+    """
+    yaml_file = store.spec_file(root)
     try:
-        written = parse_yaml(store.read_spec_yaml(root), str(store.spec_file(root)))
+        written, unreadable = parse_yaml(store.read_spec_yaml(root), str(yaml_file)), None
     except SweepError as exc:
         written, unreadable = None, exc
     except SpecError as exc:
         written, unreadable = None, SweepError(f"{root}: cannot read the sweep's spec: {exc}")
-    document = store.spec_as_run(info)
-    if document is None:
-        if written is None:
-            raise unreadable from None
-        document = written
-    elif written != document:
-        # Results are read with the spec they were produced under (its metric, mode and budget), whatever
-        # the file says now; resume refuses the same edit.
-        log.warning("%s was edited (or removed) since the sweep ran; reading the sweep with the spec it ran with",
-                    store.spec_file(root))
-    spec, problems = parse_spec(document, ran=True)
+    kept = store.spec_as_run(info)
+    damage = []
+    if (problem := store.sweep_info_problem(root, info)) is not None:
+        damage.append(problem)
+    elif kept is not None:
+        spec, problems = parse_spec(kept, ran=True)
+        if spec is not None:
+            if written is None:
+                why = "was removed" if not os.path.lexists(yaml_file) else f"cannot be read ({str(unreadable).removeprefix(f'{root}: ')})"
+                log.warning("%s %s; reading the sweep with the spec it ran with, kept in %s", yaml_file, why, store.SWEEP_FILE)
+            elif written != kept:
+                # Resume refuses the same edit.
+                log.warning("%s was edited since the sweep ran; reading the sweep with the spec it ran with, kept in %s",
+                            yaml_file, store.SWEEP_FILE)
+            return spec, damage
+        damage.append(f"{root / store.SWEEP_FILE}: is damaged (the spec kept in it does not read as a spec: "
+                      f"{'; '.join(str(p) for p in problems[:3])})")
+    if written is None:
+        if damage:
+            raise SweepError(f"{root}: cannot read the sweep's spec: {damage[0]}; and {unreadable}")
+        raise unreadable from None
+    spec, problems = parse_spec(written, ran=True)
     if spec is None:
-        raise SweepError(f"{store.spec_file(root)}: " + "; ".join(str(p) for p in problems))
-    found = store.read_experiment(root, budget_env_steps=spec.budget.env_steps)
-    return Sweep(root, spec, found.trials, info, found.damage)
+        raise SweepError(f"{yaml_file}: " + "; ".join(str(p) for p in problems))
+    for problem in damage:
+        log.warning("%s; reading the sweep with %s, which may have been edited since it ran", problem, store.SPEC_FILE)
+    return spec, damage
 
 
 def _damaged_files(trial: Trial) -> list[str]:

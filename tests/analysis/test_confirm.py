@@ -173,6 +173,23 @@ def test_best_by_confirmation_needs_one_and_then_follows_it(swept, capsys):
     assert json.loads(capsys.readouterr().out)["trial_id"] == "aaaaa_00000"
 
 
+@pytest.mark.parametrize("garble, cause", [
+    (lambda row: {**row, "iqm": str(row["iqm"])}, "has no IQM rlsweep can read for any of its configurations (configurations[0].iqm is '"),
+    (lambda row: {**row, "trial_id": row["trial_id"].upper()}, "confirms ['AAAAA_00000', 'EEEEE_00004'], none of which is a trial of this sweep"),
+], ids=["IQMs that are texts", "trial ids of another sweep"])
+def test_a_confirmation_that_ranks_no_trial_names_its_file_and_what_is_wrong_with_it(swept, capsys, garble, cause):
+    write_trial(swept, "eeeee_00004", [50, 60, 70, 80], config={"training.lr": 0.005})
+    plan = plan_of("eeeee_00004", "aaaaa_00000")
+    result = summarize(plan, {"eeeee_00004": {1000: 1.0, 1001: 2.0}, "aaaaa_00000": {1000: 9.0, 1001: 8.0}}, missing={})
+    store.write_confirmation(swept, {**result, "configurations": [garble(r) for r in result["configurations"]]})
+    # Before: "no trial has reported 'return_mean' yet", though both had: the cause is the confirmation's.
+    assert main(["best", str(swept), "--rule", "confirmed"]) == 2
+    err = capsys.readouterr().err
+    assert f"{swept / store.CONFIRMATION_FILE}: {cause}" in err and "rlsweep confirm" in err and "reported" not in err
+    with pytest.raises(UsageError, match="rlsweep_confirmation.json: "):
+        plan_confirmation(load(swept), top=1, seeds=3, rule="confirmed")
+
+
 def confirmed(root, *candidates):
     """A confirmation of ``candidates`` written into the hand-written sweep at ``root``, with its record."""
     from rlsweep.analysis._record import markdown, record

@@ -696,3 +696,39 @@ def otlp_endpoint(exporter: Any, default: str) -> str:
     1.45: ``OTLPSpanExporter._endpoint`` (the argument, or the URL the environment resolves to). Why: the
     warning that spans are being dropped names where they could not go."""
     return getattr(exporter, "_endpoint", default)  # type: ignore[no-any-return]
+
+
+# --- MLflow's SQL tracking store (mlflow 3.17.2) --------------------------------------------------------
+
+
+def mlflow_sqlite_store(client: Any) -> Any:
+    """The ``SqlAlchemyStore`` an ``MlflowClient`` writes to where it is a SQLite one; None for any other store,
+    or where MLflow's internals are not as here. MLflow 3.17.2: ``MlflowClient._tracking_client.store`` (no
+    public getter) and the store's ``db_type``. Why: MLflow has no bulk write, and its ``log_batch`` builds an
+    ORM object per value; a SQLite store takes a trial's rows in a few transactions of rlsweep's own."""
+    try:
+        store = client._tracking_client.store
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    except (AttributeError, ImportError):
+        return None
+    if isinstance(store, SqlAlchemyStore) and getattr(store, "db_type", None) == "sqlite":
+        return store
+    return None
+
+
+def validate_mlflow_metric(metric: Any) -> None:
+    """Raise MLflow's own error for a metric its ``log_batch`` would refuse (the key's characters or length, a
+    value, timestamp or step of the wrong type). MLflow 3.17.2: ``mlflow.utils.validation._validate_metric(key,
+    value, timestamp, step)``, which ``log_batch`` runs on each metric. Why: a metric written past
+    ``log_batch`` is refused as ``log_batch`` would refuse it."""
+    from mlflow.utils.validation import _validate_metric
+
+    _validate_metric(metric.key, metric.value, metric.timestamp, metric.step)
+
+
+def check_mlflow_run_active(store: Any, run_id: str, session: Any) -> None:
+    """Raise MLflow's own error where a run of a SQL store is not there or not active (deleted), as its
+    ``log_batch`` does before it writes. MLflow 3.17.2: ``SqlAlchemyStore._get_run(run_uuid=, session=)`` and
+    ``SqlAlchemyStore._check_run_is_active(run)``, in the caller's session. Why: as for
+    :func:`validate_mlflow_metric`."""
+    store._check_run_is_active(store._get_run(run_uuid=run_id, session=session))

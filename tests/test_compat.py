@@ -191,3 +191,30 @@ def test_the_settings_compat_reads_are_where_rllib_ax_and_opentelemetry_keep_the
     endpoint = "http://127.0.0.1:4318/v1/traces"
     assert _compat.otlp_endpoint(OTLPSpanExporter(endpoint=endpoint), "the OTLP endpoint") == endpoint
     assert _compat.otlp_endpoint(object(), "the OTLP endpoint") == "the OTLP endpoint"
+
+
+def test_mlflows_sqlite_store_is_found_and_refuses_what_log_batch_refuses(tmp_path):
+    """The store behind a client where it is SQLite (none for a file store), and MLflow's own checks of a metric
+    and of a run, as its log_batch runs them before writing."""
+    import pytest
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+    from mlflow.exceptions import MlflowException
+
+    from rlsweep import _compat
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    store = _compat.mlflow_sqlite_store(client)
+    assert store is not None and store.db_type == "sqlite"
+    assert _compat.mlflow_sqlite_store(MlflowClient("http://127.0.0.1:9")) is None  # a server: MLflow's REST store
+    assert _compat.mlflow_sqlite_store(object()) is None
+
+    _compat.validate_mlflow_metric(Metric("return_mean", 1.5, 0, 3))
+    with pytest.raises(MlflowException):
+        _compat.validate_mlflow_metric(Metric("return_mean", "high", 0, 3))
+    run = client.create_run(client.create_experiment("e")).info.run_id
+    with store.ManagedSessionMaker() as session:
+        _compat.check_mlflow_run_active(store, run, session)
+    client.delete_run(run)
+    with store.ManagedSessionMaker() as session, pytest.raises(MlflowException):
+        _compat.check_mlflow_run_active(store, run, session)

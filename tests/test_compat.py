@@ -1,4 +1,4 @@
-"""What rlsweep changes inside Ray (``rlsweep._compat``), on Ray's own objects."""
+"""What rlsweep changes or reads inside Ray, RLlib, Ax, MLflow and OpenTelemetry (``rlsweep._compat``), on their own objects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What rlsweep changes or reads inside Ray, RLlib, Ax, MLflow and OpenTelemetry (``rlsweep._compat``), on their own objects."""
+"""What rlsweep changes or reads inside Ray, RLlib, Ax, MLflow and OpenTelemetry (``rlsweep._compat``), on
+their own objects."""
 
 from __future__ import annotations
 

@@ -88,11 +88,12 @@ def test_runs_at_the_winners_least_seeds_are_one_config_on_them_and_one_fewer_is
         (4, [(2, 1), (1, 3)]),
         (5, [(2, 2), (1, 3)]),
         (6, [(3, 1), (2, 2), (1, 3)]),
-        (7, [(4, 1), (2, 2), (1, 3)]),
+        (7, [(3, 1), (2, 2), (1, 4)]),
         (8, [(4, 1), (2, 2), (1, 4)]),
         (10, [(4, 1), (2, 2), (1, 6)]),
-        (12, [(4, 2), (2, 4), (1, 4)]),
-        (20, [(4, 3), (2, 6), (1, 8)]),
+        (12, [(4, 1), (2, 2), (1, 8)]),
+        (16, [(4, 2), (2, 4), (1, 8)]),
+        (20, [(4, 2), (2, 4), (1, 12)]),
     ],
 )
 def test_the_planner_enters_as_many_as_fit_then_grows_the_first_round_and_gives_the_rest_to_the_winner(runs, stages):
@@ -103,17 +104,29 @@ def test_the_planner_enters_as_many_as_fit_then_grows_the_first_round_and_gives_
     assert made.test_seeds == tuple(range(1000, 1000 + stages[-1][1]))
 
 
+def test_the_winner_keeps_its_share_of_the_runs_before_more_configs_enter():
+    def stages(runs, **kwargs):
+        return [(s.candidates, s.seeds) for s in plan("abcdefgh", runs=runs, **kwargs).stages]
+
+    # without a share, 7 enter 15 runs and the winner ends with 4 seeds; with half, 4 enter and it has 11
+    assert stages(15, max_candidates=8, winner_share=0) == [(7, 1), (4, 2), (2, 4), (1, 4)]
+    assert stages(15, max_candidates=8) == [(4, 1), (2, 2), (1, 11)]
+    assert stages(15, winner_share=0) == [(4, 2), (2, 4), (1, 7)]
+    # 0.7 of 6 runs is 4.2, rounded up to 5: one round of two, then the winner's four more
+    assert stages(6, winner_share=0.7) == [(2, 1), (1, 5)]
+    # 0.56 of 25 runs is 14, not 14.000000000000002 rounded up to 15 (which would leave room for 6 entrants)
+    assert stages(25, winner_share=0.56, max_candidates=8) == [(7, 1), (4, 2), (2, 4), (1, 14)]
+    assert stages(8, winner_share=1) == [(1, 8)]
+
+
 def test_without_a_cap_more_enter_and_a_halving_rate_of_three_keeps_a_third():
-    assert [(s.candidates, s.seeds) for s in plan("abcdefgh", runs=16, max_candidates=None).stages] == [
-        (8, 1), (4, 2), (2, 4), (1, 4)
-    ]
+    def stages(runs, ranked="abcdefgh", **kwargs):
+        return [(s.candidates, s.seeds) for s in plan(ranked, runs=runs, max_candidates=None, winner_share=0, **kwargs).stages]
+
+    assert stages(16) == [(8, 1), (4, 2), (2, 4), (1, 4)]
     # 8 entrants need 16 runs; with 14, 6 enter (6 + 3 + 2 * 2 + 1)
-    assert [(s.candidates, s.seeds) for s in plan("abcdefgh", runs=14, max_candidates=None).stages] == [
-        (6, 1), (3, 2), (2, 4), (1, 5)
-    ]
-    assert [(s.candidates, s.seeds) for s in plan("abcdefghi", runs=17, max_candidates=None, eta=3).stages] == [
-        (9, 1), (3, 3), (1, 5)
-    ]
+    assert stages(14) == [(6, 1), (3, 2), (2, 4), (1, 5)]
+    assert stages(17, "abcdefghi", eta=3) == [(9, 1), (3, 3), (1, 5)]
     assert plan("ab", runs=20, max_candidates=None).candidates == ("a", "b")
 
 
@@ -139,8 +152,12 @@ def test_a_test_seed_the_search_trained_with_is_refused():
 
 def test_impossible_race_settings_are_refused_together_with_their_paths():
     with pytest.raises(SpecError) as caught:
-        plan(eta=1, min_seeds=1, max_candidates=0)
-    assert [p.path for p in caught.value.problems] == ["holdout.eta", "holdout.min_seeds", "holdout.max_candidates"]
+        plan(eta=1, min_seeds=1, max_candidates=0, winner_share=1.5)
+    assert [p.path for p in caught.value.problems] == [
+        "holdout.eta", "holdout.min_seeds", "holdout.max_candidates", "holdout.winner_share"
+    ]
+    with pytest.raises(SpecError, match="holdout.winner_share: must be between 0 and 1, got -0.1"):
+        plan(winner_share=-0.1)
     assert plan(eta=2, min_seeds=2, max_candidates=1).candidates == ("a",)
 
 

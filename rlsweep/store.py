@@ -31,7 +31,7 @@ import re
 import stat
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,9 @@ REPRODUCIBILITY_JSON, REPRODUCIBILITY_MD = "reproducibility.json", "reproducibil
 #: Held (flock) by whatever writes this sweep to MLflow, the export or the live logger: MLflow has no
 #: transactions, so two writers that each find no run for a trial would each create one.
 MLFLOW_LOCK = ".rlsweep_mlflow.lock"
+#: Held (flock) by the driver of a running sweep (its live MLflow logger, from the sweep's start to its end):
+#: where no process holds it, nothing of the sweep is running, whatever its files say.
+DRIVER_LOCK = ".rlsweep_driver.lock"
 
 # --- Tune's files and keys (Ray 2.60) -------------------------------------------------------------------
 RESULT_FILE = "result.json"
@@ -90,8 +93,13 @@ TRIAL_DIR_KEY, STATUS_KEY, FAILURES_KEY = "relative_logdir", "status", "num_fail
 #: Tune's keys in a result row that readers compute with: a value that is not a finite number is dropped.
 NUMERIC_ROW_KEYS = (TIMESTAMP_KEY, "time_total_s")
 #: States of a trial rlsweep cannot read: listed in Tune's state with its folder gone, or its results file
-#: there but unreadable (a folder, a FIFO, no permission). Neither is one of Tune's.
+#: there but unreadable (a folder, a FIFO, no permission, NUL bytes, mostly garbage). Neither is one of Tune's.
 MISSING, UNREADABLE = "MISSING", "UNREADABLE"
+#: The state of a trial folder that Tune's experiment state does not list, where that state lists trials (a
+#: folder copied in, or made by a trial that started after Tune last saved its state): not a trial of this
+#: sweep as Tune knows it. Its files are read and shown, but it is no candidate for the best trial, Tune would
+#: never continue it, and it makes a reader's answer incomplete (named in :attr:`Trial.damage`). Not Tune's.
+UNLISTED = "UNLISTED"
 #: How many problems of one kind a reader names one by one before it counts the rest.
 MAX_WARNINGS = 10
 
@@ -327,6 +335,48 @@ def mlflow_lock(root: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def hold_driver_lock(root: Path) -> Any:
+    """Take the sweep's :data:`DRIVER_LOCK` for as long as the returned file stays open (the process ending
+    closes it); None where it cannot be taken (a directory that cannot be written, another driver)."""
+    import fcntl
+
+    try:
+        if file_problem(root / DRIVER_LOCK) is not None:
+            return None
+        handle = open(root / DRIVER_LOCK, "a")  # noqa: SIM115 - the caller closes it
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def driver_running(root: Path) -> bool:
+    """Whether a driver holds the sweep's :data:`DRIVER_LOCK` now: a sweep interrupted, killed or copied
+    has none (a lock dies with its process and is not copied)."""
+    import fcntl
+
+    path = root / DRIVER_LOCK
+    if file_problem(path) is not None or not path.is_file():
+        return False
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
+    return False
 
 
 def read_new_rows(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
@@ -711,6 +761,8 @@ class TuneState:
     entries: dict[str, TuneEntry] | None
     problems: tuple[str, ...] = ()
     damage: tuple[str, ...] = ()
+    #: Every entry names its trial: a folder none claims is not one of them.
+    whole: bool = True
 
 
 def _entry_part(part: Any) -> Any:
@@ -779,15 +831,17 @@ def tune_state(root: Path) -> TuneState:
         return TuneState(newest, None, (problem,), (problem,))
     found: dict[str, TuneEntry] = {}
     problems = []
+    whole = True
     for index, entry in enumerate(entries):
         parsed, problem = _tune_entry(entry)
+        whole = whole and parsed is not None
         if problem is not None:
             problems.append(f"{newest}: trial entry {index} {problem}")
         if parsed is not None:
             if parsed.trial_id in found:
                 problems.append(f"{newest}: trial entry {index} lists trial {parsed.trial_id} a second time")
             found[parsed.trial_id] = parsed
-    return TuneState(newest, found, tuple(problems))
+    return TuneState(newest, found, tuple(problems), whole=whole)
 
 
 def trial_states(root: Path) -> dict[str, tuple[str, int]]:
@@ -839,10 +893,10 @@ def resume_problems(root: Path) -> list[str]:
             found = _read_experiment(root, 0, state)
         except SweepError as exc:
             return [*problems, str(exc)]
-        problems += [d for t in found.trials for d in t.damage]
+        problems += [d for t in found.trials for d in t.damage if not (t.state == UNLISTED and d.startswith(f"{t.path}: "))]
         problems += [f"{folder}: a trial folder {state.path.name if state.path else 'Tune'} does not list (Tune "
                      "would never continue it): move it out of the directory" for folder in found.unlisted]
-        writable = [root] + [t.path for t in found.trials if t.state not in (TERMINATED, ERROR, MISSING)]
+        writable = [root] + [t.path for t in found.trials if t.state not in (TERMINATED, ERROR, MISSING, UNLISTED)]
         problems += [f"{path}: cannot be written (read-only); a resume writes there" for path in writable
                      if not os.access(path, os.W_OK)]
     return problems
@@ -1002,6 +1056,12 @@ def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None 
                                 budget_env_steps=budget_env_steps, notes=[])
         elif trial_id is None and entries:
             unlisted.append(folder)
+            # Where an entry of the state names no trial, it may be this folder's: then it reads as a trial.
+            if state.whole:
+                where = state.path.name if state.path is not None else "Tune's experiment state"
+                trial = replace(trial, state=UNLISTED, damage=(*trial.damage, (
+                    f"{folder}: a trial folder not in Tune's experiment state ({where}): shown as {UNLISTED}, not as a "
+                    "trial of this sweep, and left out of the best trial; Tune would never continue it")))
         trials.append(trial)
     found_ids = set(claimed.values())
     for entry in entries.values():

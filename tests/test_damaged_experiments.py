@@ -405,3 +405,55 @@ def test_any_byte_of_the_sweep_info_changed_is_damage_never_an_edit(tmp_path, ca
     if changed is None or any(changed.get(k) != v for k, v in original.items() if k != store.CHECKSUM_KEY):
         assert code in (1, 2) and store.SWEEP_FILE in said, (bytes(data), code, said)
     shutil.rmtree(example)
+
+
+# --- a folder that is not in Tune's experiment state ---------------------------------------------------------
+
+
+def test_a_stray_folder_in_a_copy_is_named_unlisted_and_never_the_best(tmp_path, caplog, no_real_run):
+    original = _confirmed_sweep(tmp_path / "exp")
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy, symlinks=True)
+    stray = copy / "PPO_deadbeef_00099_x"
+    stray.mkdir()
+    (stray / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.5}))
+    # A second stray folder with results that beat every trial of the sweep.
+    ahead = write_trial(copy, "ccc", [100, 200, 300, 400], config={"training.lr": 0.3})
+    before = _every_entry(copy)
+    # Before: "deadbeef_00099 PENDING", exit 0, and ccc the best trial.
+    code, out, err = run(copy, "status", str(copy))
+    assert code == 1 and "4 trials 2 UNLISTED, 2 TERMINATED" in out and "PENDING" not in out and "incomplete" in err
+    for folder in (stray, ahead):
+        assert f"{folder}: a trial folder not in Tune's experiment state ({STATE})" in caplog.text
+    code, out, _ = run(copy, "status", str(copy), "--json")
+    assert code == 1 and {r["trial_id"]: r["state"] for r in json.loads(out)} == {
+        "deadbeef_00099": "UNLISTED", "ccc": "UNLISTED", "aaa": "TERMINATED", "bbb": "TERMINATED"}
+    code, out, _ = run(copy, "best", str(copy), "--rule", "max", "--json")
+    assert code == 1 and json.loads(out)["trial_id"] == "bbb"
+    code, _, err = run(copy, "resume", str(copy))
+    assert code == 2 and f"{stray}: a trial folder {STATE} does not list (Tune would never continue it): move it out" in err
+    assert _every_entry(copy) == before
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trial_id=st.from_regex(r"[0-9a-f]{8}_[0-9]{5}", fullmatch=True), prefix=st.sampled_from(["PPO", "train", "SAC_Pendulum-v1"]),
+       rows=st.integers(0, 6), with_params=st.booleans())
+def test_any_stray_trial_folder_is_unlisted_named_and_never_ranked(tmp_path, caplog, trial_id, prefix, rows, with_params):
+    example = Path(tempfile.mkdtemp(dir=tmp_path))
+    root = example / "exp"
+    shutil.copytree(_TEMPLATE, root)
+    stray = root / f"{prefix}_{trial_id}_7_lr=0.5"
+    stray.mkdir()
+    if with_params or not rows:
+        (stray / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.5}))
+    if rows:
+        (stray / store.RESULT_FILE).write_text("".join(
+            json.dumps({"trial_id": trial_id, "env_steps": 1000 * i, "return_mean": 1000.0 * i}) + "\n" for i in range(1, rows + 1)))
+    caplog.clear()
+    code, out, err = run(root, "status", str(root), "--json")
+    states = {r["trial_id"]: r["state"] for r in json.loads(out)}
+    assert code == 1 and states == {trial_id: "UNLISTED", "aaa": "TERMINATED", "bbb": "TERMINATED"}, (states, err)
+    assert f"{stray}: a trial folder not in Tune's experiment state" in caplog.text
+    code, out, _ = run(root, "best", str(root), "--rule", "max", "--json")
+    assert code == 1 and json.loads(out)["trial_id"] == "bbb"
+    shutil.rmtree(example)

@@ -369,3 +369,31 @@ def test_the_sweep_info_carries_a_checksum_that_tells_damage_from_an_edit(tmp_pa
     assert "the spec kept in it is [1], not a spec document" in store.sweep_info_problem(path, store.read_sweep_info(path))
     (path / store.SWEEP_FILE).write_text(json.dumps({"sweep_id": "abc", "spec": {"name": "exq"}}))
     assert store.sweep_info_problem(path, store.read_sweep_info(path)) is None
+
+
+# --- a folder Tune's state does not list ----------------------------------------------------------------------
+
+
+def test_a_folder_tunes_state_does_not_list_is_unlisted_and_named_not_a_pending_trial(tmp_path):
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", _rows(4))
+    stray = root / "PPO_deadbeef_00099_x"
+    stray.mkdir()
+    (stray / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.2}))
+    # Without a state that lists trials, every folder with Tune's files is a trial (a sweep that has not
+    # saved one yet, a folder written by hand): nothing to tell a stray folder by.
+    assert [(t.trial_id, t.state) for t in store.read_trials(root, budget_env_steps=2000)] == [
+        ("deadbeef_00099", store.PENDING), ("abcde_00000", store.TERMINATED)]
+    state = root / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": [[json.dumps({"trial_id": "abcde_00000", "status": "TERMINATED"}), "{}"]]}))
+    first, second = store.read_trials(root, budget_env_steps=2000)
+    assert (first.trial_id, first.state, first.path) == ("deadbeef_00099", store.UNLISTED, stray)
+    assert first.damage == (f"{stray}: a trial folder not in Tune's experiment state ({state.name}): shown as UNLISTED, not as a "
+                            "trial of this sweep, and left out of the best trial; Tune would never continue it",)
+    assert (second.state, second.damage) == (store.TERMINATED, ())
+    # resume names it once, and what to do.
+    assert [p for p in store.resume_problems(root) if str(stray) in p] == [
+        f"{stray}: a trial folder {state.name} does not list (Tune would never continue it): move it out of the directory"]
+    # An entry of the state that names no trial may be the folder's: it is read as a trial, the entry named.
+    state.write_text(json.dumps({"trial_data": [[json.dumps({"trial_id": "abcde_00000", "status": "TERMINATED"}), "{}"], "?"]}))
+    assert store.read_trials(root, budget_env_steps=2000)[0].state == store.PENDING

@@ -85,12 +85,14 @@ class Sweep:
         )
 
     def has_results(self) -> bool:
-        return any(t.rows for t in self.trials)
+        """Whether a trial of the sweep (not a folder Tune's state does not list) has reported."""
+        return any(t.rows for t in self.trials if t.state != store.UNLISTED)
 
     def unfinished(self) -> list[str]:
         """The trials neither finished nor failed: after the sweep returned, the ones an interruption (Ctrl-C,
         a killed driver) left for ``rlsweep resume`` to continue."""
-        return [t.trial_id for t in self.trials if t.state not in (store.TERMINATED, store.ERROR, store.MISSING, store.UNREADABLE)]
+        return [t.trial_id for t in self.trials
+                if t.state not in (store.TERMINATED, store.ERROR, store.MISSING, store.UNREADABLE, store.UNLISTED)]
 
     def table(self) -> Any:
         """One row per trial: id, state, config columns, training seed (and all its seeds with
@@ -100,7 +102,7 @@ class Sweep:
 
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         # Where a trial's file cannot be read, its column names them: a seed of None is not one it ran without.
-        damaged = any(t.damage for t in self.trials)
+        damaged = any(_damaged_files(t) for t in self.trials)
         records = []
         for trial in self.trials:
             values = [v for v in trial.values(metric) if not math.isnan(v)]
@@ -114,7 +116,7 @@ class Sweep:
             record["env_steps"] = trial.env_steps
             record["iterations"] = len(trial.rows)
             record["failures"] = trial.failures
-            record["attempts"] = trial.failures + 1 if trial.rows or trial.state != store.PENDING else 0
+            record["attempts"] = trial.failures + 1 if trial.rows or trial.state not in (store.PENDING, store.UNLISTED) else 0
             record["ended"] = self._why_ended(trial)
             if damaged:
                 record["unreadable"] = ", ".join(_damaged_files(trial)) or None
@@ -217,8 +219,9 @@ class Sweep:
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
         # A trial that ended in an error (out of retries) or whose config diverged (a NaN loss) is no
-        # candidate: a config that blows up is no answer, whatever it scored before.
-        for trial in (t for t in self.trials if t.state != store.ERROR and not t.diverged):
+        # candidate: a config that blows up is no answer, whatever it scored before. Nor is a folder Tune's
+        # state does not list: no trial of this sweep as Tune knows it.
+        for trial in (t for t in self.trials if t.state not in (store.ERROR, store.UNLISTED) and not t.diverged):
             values = trial.values(metric)
             score = rule.score(values, len(values) - 1, mode) if values else math.nan
             if not math.isnan(score):
@@ -458,17 +461,14 @@ def _spec_of(root: Path, info: Mapping[str, Any]) -> tuple[SweepSpec, list[str]]
 
 
 def _damaged_files(trial: Trial) -> list[str]:
-    """What of ``trial`` its damage names, each once: a file by its path in the trial's folder, or the folder
-    itself (gone, or not Tune's). Every damage message starts with the path it is about."""
+    """The files of ``trial`` its damage names, each once, by their path in the trial's folder (damage to the
+    folder itself, gone or not Tune's, its state says). Every damage message starts with the path it is about."""
     folder = str(trial.path)
     names = []
     for problem in trial.damage:
-        if problem.startswith(folder + "/"):
-            name = problem[len(folder) + 1 :].split(": ", 1)[0]
-        elif problem.startswith(folder + ": "):
-            name = trial.path.name + "/"
-        else:
-            name = problem.split(": ", 1)[0]
+        if not problem.startswith(folder + "/"):
+            continue
+        name = problem[len(folder) + 1 :].split(": ", 1)[0]
         if name not in names:
             names.append(name)
     return names

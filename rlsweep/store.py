@@ -96,9 +96,11 @@ NUMERIC_ROW_KEYS = (TIMESTAMP_KEY, "time_total_s")
 #: there but unreadable (a folder, a FIFO, no permission, NUL bytes, mostly garbage). Neither is one of Tune's.
 MISSING, UNREADABLE = "MISSING", "UNREADABLE"
 #: The state of a trial folder that Tune's experiment state does not list, where that state lists trials (a
-#: folder copied in, or made by a trial that started after Tune last saved its state): not a trial of this
-#: sweep as Tune knows it. Its files are read and shown, but it is no candidate for the best trial, Tune would
-#: never continue it, and it makes a reader's answer incomplete (named in :attr:`Trial.damage`). Not Tune's.
+#: folder copied in, or made by a trial that started after Tune last saved its state, which it does at most
+#: every 10 s): not a trial of this sweep as Tune knows it. Its files are read and shown, and it is named in a
+#: warning; it is no candidate for the best trial and Tune would never continue it (resume refuses it). It
+#: does not make an answer incomplete: nothing of the sweep Tune ran is left unread, and a running sweep has
+#: such folders for seconds after each trial starts. Not one of Tune's states.
 UNLISTED = "UNLISTED"
 #: How many problems of one kind a reader names one by one before it counts the rest.
 MAX_WARNINGS = 10
@@ -893,7 +895,7 @@ def resume_problems(root: Path) -> list[str]:
             found = _read_experiment(root, 0, state)
         except SweepError as exc:
             return [*problems, str(exc)]
-        problems += [d for t in found.trials for d in t.damage if not (t.state == UNLISTED and d.startswith(f"{t.path}: "))]
+        problems += [d for t in found.trials for d in t.damage]
         problems += [f"{folder}: a trial folder {state.path.name if state.path else 'Tune'} does not list (Tune "
                      "would never continue it): move it out of the directory" for folder in found.unlisted]
         writable = [root] + [t.path for t in found.trials if t.state not in (TERMINATED, ERROR, MISSING, UNLISTED)]
@@ -1059,9 +1061,10 @@ def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None 
             # Where an entry of the state names no trial, it may be this folder's: then it reads as a trial.
             if state.whole:
                 where = state.path.name if state.path is not None else "Tune's experiment state"
-                trial = replace(trial, state=UNLISTED, damage=(*trial.damage, (
-                    f"{folder}: a trial folder not in Tune's experiment state ({where}): shown as {UNLISTED}, not as a "
-                    "trial of this sweep, and left out of the best trial; Tune would never continue it")))
+                trial = replace(trial, state=UNLISTED)
+                notes.append(f"{folder}: a trial folder not in Tune's experiment state ({where}): shown as {UNLISTED}, "
+                             "not as a trial of this sweep, and left out of the best trial (while a sweep runs, a trial "
+                             "that started since Tune last saved its state; else a folder that is no trial of this sweep)")
         trials.append(trial)
     found_ids = set(claimed.values())
     for entry in entries.values():

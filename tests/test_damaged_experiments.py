@@ -411,6 +411,8 @@ def test_any_byte_of_the_sweep_info_changed_is_damage_never_an_edit(tmp_path, ca
 
 
 def test_a_stray_folder_in_a_copy_is_named_unlisted_and_never_the_best(tmp_path, caplog, no_real_run):
+    # Not an incomplete answer (exit 0): nothing of the sweep Tune ran is left unread, and a running sweep has
+    # such folders for seconds after each trial starts (Tune saves its state at most every 10 s).
     original = _confirmed_sweep(tmp_path / "exp")
     copy = tmp_path / "copy"
     shutil.copytree(original, copy, symlinks=True)
@@ -420,16 +422,16 @@ def test_a_stray_folder_in_a_copy_is_named_unlisted_and_never_the_best(tmp_path,
     # A second stray folder with results that beat every trial of the sweep.
     ahead = write_trial(copy, "ccc", [100, 200, 300, 400], config={"training.lr": 0.3})
     before = _every_entry(copy)
-    # Before: "deadbeef_00099 PENDING", exit 0, and ccc the best trial.
+    # Before: "deadbeef_00099 PENDING" without a word, and ccc the best trial.
     code, out, err = run(copy, "status", str(copy))
-    assert code == 1 and "4 trials 2 UNLISTED, 2 TERMINATED" in out and "PENDING" not in out and "incomplete" in err
+    assert code == 0 and "4 trials 2 UNLISTED, 2 TERMINATED" in out and "PENDING" not in out and "incomplete" not in err
     for folder in (stray, ahead):
         assert f"{folder}: a trial folder not in Tune's experiment state ({STATE})" in caplog.text
     code, out, _ = run(copy, "status", str(copy), "--json")
-    assert code == 1 and {r["trial_id"]: r["state"] for r in json.loads(out)} == {
+    assert code == 0 and {r["trial_id"]: r["state"] for r in json.loads(out)} == {
         "deadbeef_00099": "UNLISTED", "ccc": "UNLISTED", "aaa": "TERMINATED", "bbb": "TERMINATED"}
     code, out, _ = run(copy, "best", str(copy), "--rule", "max", "--json")
-    assert code == 1 and json.loads(out)["trial_id"] == "bbb"
+    assert code == 0 and json.loads(out)["trial_id"] == "bbb"
     code, _, err = run(copy, "resume", str(copy))
     assert code == 2 and f"{stray}: a trial folder {STATE} does not list (Tune would never continue it): move it out" in err
     assert _every_entry(copy) == before
@@ -452,8 +454,8 @@ def test_any_stray_trial_folder_is_unlisted_named_and_never_ranked(tmp_path, cap
     caplog.clear()
     code, out, err = run(root, "status", str(root), "--json")
     states = {r["trial_id"]: r["state"] for r in json.loads(out)}
-    assert code == 1 and states == {trial_id: "UNLISTED", "aaa": "TERMINATED", "bbb": "TERMINATED"}, (states, err)
+    assert code == 0 and states == {trial_id: "UNLISTED", "aaa": "TERMINATED", "bbb": "TERMINATED"}, (states, err)
     assert f"{stray}: a trial folder not in Tune's experiment state" in caplog.text
     code, out, _ = run(root, "best", str(root), "--rule", "max", "--json")
-    assert code == 1 and json.loads(out)["trial_id"] == "bbb"
+    assert code == 0 and json.loads(out)["trial_id"] == "bbb"
     shutil.rmtree(example)

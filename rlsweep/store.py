@@ -29,6 +29,7 @@ import os
 import pickletools
 import re
 import stat
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -104,6 +105,8 @@ MISSING, UNREADABLE = "MISSING", "UNREADABLE"
 UNLISTED = "UNLISTED"
 #: How many problems of one kind a reader names one by one before it counts the rest.
 MAX_WARNINGS = 10
+#: How long a reader waits before it reads a Tune state that looked cut off once more (Tune may be copying it).
+STATE_REREAD_S = 0.2
 
 
 # --- reading a file safely --------------------------------------------------------------------------------
@@ -819,10 +822,16 @@ def tune_state(root: Path) -> TuneState:
     if not files:
         return TuneState(None, None)
     newest = files[-1]
-    # Tune writes the file whole and then copies it; one that does not read was damaged after (or is being
-    # copied this instant: a reader run again reads it).
+    # Tune writes the file in its staging folder and copies it here (at most every 10 s, not atomically): one
+    # that reads as cut off may be mid-copy, and is read once more before it counts as damaged.
     try:
-        data = _read_json(newest)
+        try:
+            data = _read_json(newest)
+        except GarbledFile as exc:
+            if not exc.cut_off:
+                raise
+            time.sleep(STATE_REREAD_S)
+            data = _read_json(newest)
     except SweepError as exc:
         problem = f"{exc}; the trials' own files tell their states"
         return TuneState(newest, None, (problem,), (problem,))

@@ -397,3 +397,21 @@ def test_a_folder_tunes_state_does_not_list_is_unlisted_and_named_not_a_pending_
     # An entry of the state that names no trial may be the folder's: it is read as a trial, the entry named.
     state.write_text(json.dumps({"trial_data": [[json.dumps({"trial_id": "abcde_00000", "status": "TERMINATED"}), "{}"], "?"]}))
     assert store.read_trials(root, budget_env_steps=2000)[0].state == store.PENDING
+
+
+def test_a_tune_state_cut_off_while_tune_copies_it_is_read_again_before_it_counts_as_damage(tmp_path, monkeypatch):
+    root = _experiment(tmp_path)
+    _trial(root, "train_abcde_00000_0", _rows(2))
+    state = root / "experiment_state-2026-01-01_00-00-00.json"
+    whole = json.dumps({"trial_data": [[json.dumps({"trial_id": "abcde_00000", "status": "TERMINATED"}), "{}"]]})
+    state.write_text(whole[: len(whole) // 2])
+    # The copy ends while the reader waits (forced here: the wait is where it finishes).
+    monkeypatch.setattr(store.time, "sleep", lambda seconds: state.write_text(whole))
+    found = store.read_experiment(root, budget_env_steps=4000)
+    # Tune's word, not a guess from the trial's files (which would say RUNNING: 2,000 of 4,000 env steps).
+    assert found.damage == () and found.trials[0].state == store.TERMINATED
+    # Still cut off after the wait: damage, named.
+    state.write_text(whole[: len(whole) // 2])
+    monkeypatch.setattr(store.time, "sleep", lambda seconds: None)
+    found = store.read_experiment(root, budget_env_steps=4000)
+    assert found.damage[0].startswith(f"{state}: is not JSON") and found.trials[0].state == store.RUNNING

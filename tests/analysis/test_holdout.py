@@ -24,6 +24,8 @@ SKEWED = [-500.0, -91.0, -84.0, -80.0, -470.0, -97.0, -88.0]
 
 
 def plan(ranked="abcd", runs=8, **kwargs):
+    """A plan that races from 4 runs on, as the planner's tables here assume (the default races from 10)."""
+    kwargs.setdefault("race_from_runs", 4)
     return plan_race(list(ranked), runs, test_range=kwargs.pop("test_range", TEST), env_steps=50_000, **kwargs)
 
 
@@ -46,7 +48,7 @@ def run_out(race, table, done=None):
 
 @pytest.mark.parametrize(
     ("share", "trials", "per_trial", "runs"),
-    [(0.3, 10, 1, 3), (0.2, 14, 1, 2), (0.2, 15, 1, 3), (0.29, 100, 1, 29), (0.25, 10, 3, 7), (0.1, 9, 1, 0)],
+    [(0.3, 10, 1, 3), (0.2, 14, 1, 2), (0.2, 15, 1, 3), (0.29, 100, 1, 29), (0.25, 10, 3, 7), (0.1, 9, 1, 0), (0.5, 1, 2, 1)],
 )
 def test_the_budget_is_the_share_of_the_sweeps_seed_runs_rounded_down(share, trials, per_trial, runs):
     assert race_budget(share, trials, per_trial) == runs
@@ -94,14 +96,29 @@ def test_runs_at_the_winners_least_seeds_are_one_config_on_them_and_one_fewer_is
         (12, [(4, 1), (2, 2), (1, 8)]),
         (16, [(4, 2), (2, 4), (1, 8)]),
         (20, [(4, 2), (2, 4), (1, 12)]),
+        (30, [(4, 3), (2, 6), (1, 18)]),
     ],
 )
 def test_the_planner_enters_as_many_as_fit_then_grows_the_first_round_and_gives_the_rest_to_the_winner(runs, stages):
     made = plan("abcdefgh", runs=runs)
     assert [(s.candidates, s.seeds) for s in made.stages] == stages
     assert made.candidates == tuple("abcdefgh"[: stages[0][0]])
-    assert made.planned_runs == runs
+    assert made.planned_runs == runs and made.runs == runs and made.eta == 2
     assert made.test_seeds == tuple(range(1000, 1000 + stages[-1][1]))
+
+
+def test_two_configs_whose_first_round_holds_the_winners_seeds_race_one_round():
+    assert [(s.candidates, s.seeds) for s in plan("ab", runs=12).stages] == [(2, 6), (1, 6)]
+    race = Race(plan("ab", runs=12))
+    done = run_out(race, {"a": [-100.0] * 6, "b": [-90.0] * 6})
+    assert race.result(done).winner == "b" and race.result(done).runs == 12
+
+
+def test_below_the_runs_a_race_needs_the_best_config_takes_them_all():
+    made = plan_race(list("abcdefgh"), 9, test_range=TEST, env_steps=1)
+    assert made.candidates == ("a",) and made.stages == (Stage(1, 9),)
+    made = plan_race(list("abcdefgh"), 10, test_range=TEST, env_steps=1)
+    assert made.candidates == tuple("abcd") and made.stages == (Stage(4, 1), Stage(2, 2), Stage(1, 6))
 
 
 def test_the_winner_keeps_its_share_of_the_runs_before_more_configs_enter():
@@ -153,8 +170,11 @@ def test_a_test_seed_the_search_trained_with_is_refused():
 def test_impossible_race_settings_are_refused_together_with_their_paths():
     with pytest.raises(SpecError) as caught:
         plan(eta=1, min_seeds=1, max_candidates=0, winner_share=1.5)
-    assert [p.path for p in caught.value.problems] == [
-        "holdout.eta", "holdout.min_seeds", "holdout.max_candidates", "holdout.winner_share"
+    assert [str(p) for p in caught.value.problems] == [
+        "holdout.eta: must be >= 2 (the race keeps 1/eta of its candidates each round), got 1",
+        "holdout.min_seeds: must be >= 2 (an interval needs two values), got 1",
+        "holdout.max_candidates: must be >= 1, got 0",
+        "holdout.winner_share: must be between 0 and 1, got 1.5",
     ]
     with pytest.raises(SpecError, match="holdout.winner_share: must be between 0 and 1, got -0.1"):
         plan(winner_share=-0.1)
@@ -162,7 +182,7 @@ def test_impossible_race_settings_are_refused_together_with_their_paths():
 
 
 def test_nothing_to_race_is_a_sweep_error_and_a_repeated_candidate_a_mistake():
-    with pytest.raises(SweepError):
+    with pytest.raises(SweepError, match="^no trial finished with a value: there is no configuration to retrain"):
         plan("", runs=8)
     with pytest.raises(ValueError, match="distinct"):
         plan("aab", runs=8)
@@ -203,6 +223,8 @@ def test_the_race_keeps_the_better_half_each_round_and_never_revisits_a_dropped_
     assert by_id["b"].values == {1000: -100.0, 1001: -500.0}
     assert by_id["b"].scores == (-100.0, -300.0) and by_id["c"].scores == (-200.0, -175.0)
     assert [c.tuning_rank for c in result.candidates] == [1, 2, 3, 4]
+    assert [c.tuning_value for c in result.candidates] == [-50.0, -60.0, -70.0, -75.0]
+    assert result.method == "t_prediction"
 
 
 def test_a_round_waits_for_its_results_and_names_only_what_is_neither_done_nor_started():
@@ -338,3 +360,55 @@ def test_a_sample_that_does_not_vary_is_its_own_interval_and_too_few_values_are_
         holdout_interval([-90.0, math.nan])
     with pytest.raises(ValueError, match="unknown interval method"):
         holdout_interval(SKEWED, method="wald")
+
+
+def test_the_winners_interval_predicts_its_future_seeds_at_the_entrants_level_within_the_score_range():
+    race = Race(plan(runs=8, score_range=(-500.0, 0.0)), method="t_prediction_selected", future_seeds=5)
+    result = race.result(run_out(race, TABLE))
+    assert result.winner == "c" and result.method == "t_prediction_selected"
+    values = np.array(TABLE["c"])
+    half = stats.t.ppf(1 - 0.05 / 8, 3) * values.std(ddof=1) * math.sqrt(1 / 4 + 1 / 5)
+    assert values.mean() + half > 0  # the range's top clips it
+    assert result.interval == pytest.approx((values.mean() - half, 0.0))
+
+
+def test_a_race_whose_last_round_waits_is_not_finished():
+    race = Race(plan(runs=8))
+    done = run_out(race, TABLE)
+    del done[("c", 1003)]
+    assert not race.finished(done) and race.next_runs(done) == [("c", 1003)]
+    with pytest.raises(ValueError, match="not finished: round 2 waits for 1"):
+        race.result(done)
+
+
+def test_a_winner_with_two_runs_has_an_interval_and_one_whose_every_run_failed_has_no_estimate():
+    import warnings
+
+    two = Race(plan("a", runs=2, min_seeds=2))
+    result = two.result(run_out(two, {"a": [-90.0, -80.0]}))
+    assert result.interval == holdout_interval([-90.0, -80.0])
+    failed = Race(plan("a", runs=2, min_seeds=2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning from an IQM of nothing
+        result = failed.result(run_out(failed, {"a": [None, None]}))
+    assert math.isnan(result.held_out_iqm) and result.failed == (1000, 1001)
+
+
+def test_two_values_make_an_interval_and_a_repeated_value_is_exactly_itself():
+    low, high = holdout_interval([-90.0, -80.0])
+    assert low < -90.0 and high > -80.0
+    # the mean of three 0.1s is 0.10000000000000002: an interval of a value that never varies is the value
+    assert holdout_interval([0.1, 0.1, 0.1]) == (0.1, 0.1)
+    assert holdout_interval(SKEWED, method="t_prediction_selected") == holdout_interval(SKEWED, method="t_prediction")
+
+
+def test_the_predictive_bootstrap_is_the_two_stage_resampling_it_documents():
+    # resample the seeds, draw ten future seeds from each resample, take the IQMs' 2.5 and 97.5 percentiles
+    sample = np.array([-500.0, -91.0, -84.0, -80.0, -470.0, -97.0, -88.0, -120.0, -300.0, -75.0, -95.0, -410.0, -66.0])
+    rng = np.random.default_rng(0)
+    population = sample[rng.integers(len(sample), size=(10_000, len(sample)))]
+    picks = rng.integers(len(sample), size=(10_000, 10))
+    future = np.array([row[pick] for row, pick in zip(population, picks)])
+    iqms = stats.trim_mean(future, 0.25, axis=1)
+    expected = (np.quantile(iqms, 0.025), np.quantile(iqms, 0.975))
+    assert holdout_interval(sample, method="predictive_bootstrap") == pytest.approx(expected, rel=1e-12)

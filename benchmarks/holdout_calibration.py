@@ -5,7 +5,8 @@ Each simulated sweep draws ``trials`` configurations; each configuration has a p
 shaped like a real task's (below). The search scores each configuration on one seed and ranks them by that
 value (today's default, ``seeds.per_trial: 1``). The held-out stage then gets ``race_budget(share, trials,
 1)`` runs and races the best configurations over test seeds with :mod:`rlsweep.analysis._holdout` exactly as
-the sweep will; the winner is then scored on 10 fresh seeds (its test IQM, what a user who retrains it sees).
+the sweep will (on any number of runs: the stage itself races from 10, and gives fewer to the top configuration,
+which the ``max_candidates=1`` rows measure); the winner is then scored on 10 fresh seeds (its test IQM, what a user who retrains it sees).
 
 Tasks (the score range is what "10% of the range" is measured against):
 
@@ -120,7 +121,7 @@ def run_setting(task: str, sweep: dict[str, Any], share: float, winner_share: fl
     ranked = [str(i) for i in sweep["order"]]
     plan = _holdout.plan_race(
         ranked, runs, test_range=(TEST_LOW, TEST_LOW + 999), env_steps=1, min_seeds=MIN_SEEDS,
-        max_candidates=entrants, winner_share=winner_share, score_range=RANGES[task],
+        max_candidates=entrants, winner_share=winner_share, race_from_runs=1, score_range=RANGES[task],
         tuning_values={str(i): sweep["tuning"][i] for i in range(trials)},
     )
     race = _holdout.Race(plan)

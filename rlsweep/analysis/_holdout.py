@@ -448,18 +448,21 @@ class Race:
         dropped: dict[str, int] = {}
         scores: dict[str, tuple[float, ...]] = {c: () for c in active}
         stages = self.plan.stages
-        for index, stage in enumerate(stages):
+
+        def waiting(stage: Stage) -> tuple[Run, ...]:
+            return tuple((c, s) for s in self.plan.test_seeds[: stage.seeds] for c in active if (c, s) not in done)
+
+        for index, stage in enumerate(stages[:-1]):
+            if runs := waiting(stage):
+                return _State(index, active, runs, dropped, scores)
             seeds = self.plan.test_seeds[: stage.seeds]
-            waiting = tuple((c, s) for s in seeds for c in active if (c, s) not in done)
-            if waiting or index == len(stages) - 1:
-                return _State(index, active, waiting, dropped, scores)
             for c in active:
                 scores[c] += (self._score(done, c, seeds),)
             order = sorted(active, key=lambda c: (-scores[c][-1], self._rank[c]))
             keep = set(order[: stages[index + 1].candidates])
             dropped.update({c: index for c in order if c not in keep})
             active = tuple(c for c in active if c in keep)
-        raise AssertionError("unreachable: the last stage returns")  # pragma: no cover
+        return _State(len(stages) - 1, active, waiting(stages[-1]), dropped, scores)
 
     def next_runs(self, done: Mapping[Run, float | None], pending: Collection[Run] = ()) -> list[Run]:
         """The runs that may start now: the current round's runs that are neither done nor ``pending``.

@@ -358,6 +358,8 @@ def test_a_sample_that_does_not_vary_is_its_own_interval_and_too_few_values_are_
         holdout_interval([-90.0])
     with pytest.raises(ValueError, match="at least 2 finite values"):
         holdout_interval([-90.0, math.nan])
+    with pytest.raises(ValueError, match="at least 2 finite values"):
+        holdout_interval([-90.0, None])
     with pytest.raises(ValueError, match="unknown interval method"):
         holdout_interval(SKEWED, method="wald")
 

@@ -203,6 +203,12 @@ def no_real_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_load, "_RETRAIN", stub)
 
 
+@pytest.fixture(scope="module")
+def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One MLflow store for this module's new exports (making one takes seconds); each its own experiment."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
 def _readers(root: Path, out: Path, trial: str) -> dict[str, tuple[str, ...]]:
     return {
         "status": ("status", str(root)),
@@ -215,7 +221,7 @@ def _readers(root: Path, out: Path, trial: str) -> dict[str, tuple[str, ...]]:
     }
 
 
-def test_a_results_file_of_nul_bytes_is_unreadable_to_every_reader(tmp_path, caplog, no_real_run):
+def test_a_results_file_of_nul_bytes_is_unreadable_to_every_reader(tmp_path, caplog, no_real_run, mlflow_store):
     from mlflow import MlflowClient
 
     root = _confirmed_sweep(tmp_path / "exp")
@@ -237,7 +243,7 @@ def test_a_results_file_of_nul_bytes_is_unreadable_to_every_reader(tmp_path, cap
     assert code == 2 and named in err
     code, _, err = run(root, "confirm", str(root), "--top", "1", "--seeds", "2")
     assert code == 2 and named in err
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_store
     code, _, err = run(root, "export", str(root), "--tracking-uri", uri, "--experiment", "nul")
     assert code == 1 and "incomplete" in err
     client = MlflowClient(tracking_uri=uri)
@@ -247,7 +253,7 @@ def test_a_results_file_of_nul_bytes_is_unreadable_to_every_reader(tmp_path, cap
     assert _every_entry(root) == before
 
 
-def test_a_cut_off_settings_file_in_every_trial_is_named_by_every_reader(tmp_path, caplog, no_real_run):
+def test_a_cut_off_settings_file_in_every_trial_is_named_by_every_reader(tmp_path, caplog, no_real_run, mlflow_store):
     from mlflow import MlflowClient
 
     root = _confirmed_sweep(tmp_path / "exp")
@@ -267,7 +273,7 @@ def test_a_cut_off_settings_file_in_every_trial_is_named_by_every_reader(tmp_pat
     assert code == 2 and named in err
     assert run(root, "resume", str(root))[0] == 2
     # Before: the trials logged without their settings, silently, exit 0.
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_store
     caplog.clear()
     code, _, err = run(root, "export", str(root), "--tracking-uri", uri, "--experiment", "cut")
     assert code == 1 and named in caplog.text and "incomplete" in err

@@ -192,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     _holdout.RESAMPLES = STUDY_RESAMPLES
+    # the code measured is the code at the start: other commits may land while it runs
+    commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "rlsweep/analysis/_holdout.py", "benchmarks/holdout_calibration.py") else "")
     started = time.perf_counter()
     results: dict[str, Any] = {}
     for task in RANGES:
@@ -204,7 +206,6 @@ def main(argv: list[str] | None = None) -> int:
                 rows = [run_setting(task, sweep, share, winner_share, entrants) for sweep in sweeps]
                 results.setdefault(task, {})[key] = summary = summarize(task, rows)
                 print(task, key, json.dumps({k: summary[k] for k in ("entered", "coverage", "median_gap_share", "true_mean")}), flush=True)
-    commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "rlsweep/analysis/_holdout.py") else "")
     document = {
         "benchmark": "holdout_calibration",
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

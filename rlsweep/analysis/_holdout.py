@@ -312,7 +312,9 @@ INTERVALS: Mapping[str, Callable[[np.ndarray, int, int], tuple[float, float]]] =
     "t_prediction_selected": _t_prediction_selected,
     "predictive_bootstrap": _predictive_bootstrap,
 }
-DEFAULT_INTERVAL = "t_prediction"
+#: The study's choice: among the four, the only one that covered the 10-seed test IQM in at least 0.89 of sweeps
+#: on all three simulated tasks wherever the race had 10 runs or more.
+DEFAULT_INTERVAL = "t_prediction_selected"
 
 
 def holdout_interval(

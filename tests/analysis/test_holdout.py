@@ -224,7 +224,9 @@ def test_the_race_keeps_the_better_half_each_round_and_never_revisits_a_dropped_
     assert by_id["b"].scores == (-100.0, -300.0) and by_id["c"].scores == (-200.0, -175.0)
     assert [c.tuning_rank for c in result.candidates] == [1, 2, 3, 4]
     assert [c.tuning_value for c in result.candidates] == [-50.0, -60.0, -70.0, -75.0]
-    assert result.method == "t_prediction"
+    assert result.method == "t_prediction_selected"
+    half = stats.t.ppf(1 - 0.05 / 8, 3) * np.std(TABLE["c"], ddof=1) * math.sqrt(1 / 4 + 1 / 10)
+    assert result.interval == pytest.approx((np.mean(TABLE["c"]) - half, np.mean(TABLE["c"]) + half))
 
 
 def test_a_round_waits_for_its_results_and_names_only_what_is_neither_done_nor_started():

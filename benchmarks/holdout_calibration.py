@@ -4,7 +4,7 @@ Carlo study of whole sweeps, with no RL in it.
 Each simulated sweep draws ``trials`` configurations; each configuration has a per-seed score distribution
 shaped like a real task's (below). The search scores each configuration on one seed and ranks them by that
 value (today's default, ``seeds.per_trial: 1``). The held-out stage then gets ``race_budget(share, trials,
-1)`` runs and races the best configurations over test seeds with :mod:`rlsweep.analysis._holdout` exactly as
+1)`` runs and races the best configurations over test seeds with :mod:`rlsweep.holdout` exactly as
 the sweep will (on any number of runs: the stage itself races from 10, and gives fewer to the top configuration,
 which the ``max_candidates=1`` rows measure); the winner is then scored on 10 fresh seeds (its test IQM, what a user who retrains it sees).
 
@@ -57,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from rlsweep.analysis import _holdout  # noqa: E402
+from rlsweep import holdout as _holdout  # noqa: E402
 
 RANGES = {"acrobot": (-500.0, 0.0), "cartpole": (0.0, 500.0), "pendulum": (-1600.0, 0.0)}
 TRIALS = (20, 50, 100)
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _holdout.RESAMPLES = STUDY_RESAMPLES
     # the code measured is the code at the start: other commits may land while it runs
-    commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "rlsweep/analysis/_holdout.py", "benchmarks/holdout_calibration.py") else "")
+    commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "rlsweep/holdout.py", "benchmarks/holdout_calibration.py") else "")
     started = time.perf_counter()
     results: dict[str, Any] = {}
     for task in RANGES:

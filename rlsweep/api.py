@@ -39,6 +39,7 @@ class SweepResult:
         export_error: Why the MLflow export failed, if it did (rerun ``rlsweep export`` to complete it).
         unfinished_trials: Trials an interruption (Ctrl-C) left running or pending: the sweep did not finish,
             ``best`` is the best so far, and ``rlsweep resume`` continues it.
+        held_out: The held-out stage's result (``spec.holdout``; :func:`held_out`), or None without one.
     """
 
     path: Path
@@ -47,6 +48,7 @@ class SweepResult:
     errored_trials: int
     export_error: str | None = None
     unfinished_trials: tuple[str, ...] = ()
+    held_out: dict[str, Any] | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -57,8 +59,88 @@ def _live_callbacks(spec: SweepSpec, path: Path, sweep_id: str) -> list[Any]:
     return [live_logger(spec, path, sweep_id)] if spec.mlflow is not None and spec.mlflow.live else []
 
 
-def _finish(spec: SweepSpec, path: Path, errored: int) -> SweepResult:
+def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose: int = 1) -> dict[str, Any] | None:
+    """The held-out stage of a finished search (``spec.holdout``): its best configurations, ranked by the
+    default selection rule, race over test seeds no trial trained with (:mod:`rlsweep.holdout`), each run one
+    configuration on one seed for the full budget, within the share of the sweep's env steps the spec states;
+    the winner is chosen by its held-out score and reported with a 95% interval for its IQM on 10 new seeds,
+    beside its tuning value. The result is written to the sweep's folder (``rlsweep_holdout.json``); run
+    again, a finished stage is read back and an interrupted one resumes.
+
+    Returns:
+        The result (``winner``, ``held_out_iqm``, ``interval``, ``tuning_value``, ``seeds``, ...); ``{"skipped":
+        why}`` where no trial finished with a value; ``{"interrupted": True, ...}`` where the stage stopped
+        early; None where the spec has no held-out stage.
+    """
+    if spec.holdout is None:
+        return None
+    import dataclasses
+
+    from rlsweep import store
+    from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
+    from rlsweep.holdout import Race, plan_race, race_budget
+
+    if (done_before := store.read_holdout(path)) is not None:
+        return done_before
     swept = load(path)
+    finished = {t.trial_id for t in swept.trials if t.state == store.TERMINATED}
+    ranked = [b for b in swept.ranked() if b.trial_id in finished]
+    if not ranked:
+        return {"skipped": f"no trial finished with a value of {spec.metric.name!r}: nothing to retrain on held-out seeds"}
+    settings = spec.holdout
+    plan = plan_race(
+        [b.trial_id for b in ranked], race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial),
+        test_range=(spec.seeds.test[0], spec.seeds.test[1]), env_steps=spec.budget.env_steps,
+        tuning_values={b.trial_id: b.value for b in ranked}, min_seeds=settings.min_seeds,
+        max_candidates=settings.candidates, tuning_seeds={s for t in swept.trials for s in t.seeds},
+    )
+    retrain = plan_confirmation(swept, seeds=len(plan.test_seeds), trials=plan.candidates)
+    document = confirmation_document(swept.info.get("spec") or spec.document, retrain)
+    document["name"] = f"{spec.name}-holdout"
+    document["budget"] = {**document["budget"], "trials": plan.planned_runs}
+    stage = {**retrain.to_dict(), "planned_runs": plan.planned_runs, "stages": [dataclasses.asdict(s) for s in plan.stages]}
+    race = Race(plan)
+    folder, _ = sweep.run_heldout(path, document, stage, race, metric=CONFIRM_METRIC, address=address, verbose=verbose)
+    done = _held_out_runs(folder, spec.budget.env_steps)
+    if not race.finished(done):
+        return {"interrupted": True, "folder": str(folder), "runs_done": len(done)}
+    result = race.result(done)
+    record = {
+        **dataclasses.asdict(result),
+        "config": dict(retrain.configs[result.winner]),
+        "future_seeds": 10,
+        "share": settings.share,
+        "metric": CONFIRM_METRIC,
+        "tuning_metric": spec.metric.name,
+        "stages": stage["stages"],
+    }
+    store.write_holdout(path, record)
+    return record
+
+
+def _held_out_runs(folder: Path, budget: int) -> dict[tuple[str, int], float | None]:
+    """Each held-out run's final greedy evaluation at the budget, by (candidate, test seed); None for a run
+    that errored, diverged or stopped short of the budget."""
+    import math
+
+    from rlsweep import store
+    from rlsweep.analysis._confirm import CONFIRM_METRIC
+
+    done: dict[tuple[str, int], float | None] = {}
+    for trial in store.read_trials(folder, budget_env_steps=budget):
+        candidate, seed = trial.config.get(store.CANDIDATE_KEY), trial.config.get(store.TEST_SEED_KEY)
+        if candidate is None or seed is None or trial.state not in (store.TERMINATED, store.ERROR):
+            continue
+        values = [v for v in trial.values(CONFIRM_METRIC) if not math.isnan(v)]
+        ok = trial.state == store.TERMINATED and not trial.diverged and trial.env_steps >= budget and values
+        done[(str(candidate), int(seed))] = values[-1] if ok else None
+    return done
+
+
+def _finish(spec: SweepSpec, path: Path, errored: int, *, address: str | None = None, verbose: int = 0) -> SweepResult:
+    swept = load(path)
+    # Only a finished search has a held-out stage: an interrupted one is continued by `rlsweep resume` first.
+    stage = held_out(spec, path, address=address, verbose=verbose) if not swept.unfinished() else None
     try:
         best = swept.best()
     except SweepError:
@@ -73,7 +155,7 @@ def _finish(spec: SweepSpec, path: Path, errored: int) -> SweepResult:
             log.warning("%s", exc)
     return SweepResult(
         path=path, best=best, mlflow_run_id=run_id, errored_trials=errored, export_error=export_error,
-        unfinished_trials=tuple(swept.unfinished()),
+        unfinished_trials=tuple(swept.unfinished()), held_out=stage,
     )
 
 
@@ -143,7 +225,7 @@ def run(
         spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
         trace=trace_target, progress_mode=progress,
     )
-    return _finish(spec, path, errored)
+    return _finish(spec, path, errored, address=address, verbose=verbose)
 
 
 def resume(path: str | Path, *, spec_path: str | Path | None = None, address: str | None = None) -> SweepResult:
@@ -154,7 +236,7 @@ def resume(path: str | Path, *, spec_path: str | Path | None = None, address: st
         SweepError: the directory is not a resumable rlsweep experiment.
     """
     root, spec, errored = sweep.resume(path, spec_path=spec_path, address=address, trace=trace_target)
-    return _finish(spec, root, errored)
+    return _finish(spec, root, errored, address=address, verbose=1)
 
 
 def reproduce(path: str | Path, trial_id: str, *, storage: str | None = None, verbose: int = 1) -> SweepResult:

@@ -13,7 +13,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -161,6 +161,28 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def held_out_lines(stage: Mapping[str, Any], path: Path) -> list[str]:
+    """What the held-out stage found, said beside the tuning value, each named for what it is."""
+    if stage.get("skipped"):
+        return [f"held-out:    none ({stage['skipped']})"]
+    if stage.get("interrupted"):
+        return [f"held-out:    interrupted after {stage.get('runs_done', 0)} run(s); `rlsweep resume {path}` continues it"]
+    low, high = stage["interval"]
+    seeds, failed = stage["seeds"], stage.get("failed") or []
+    lines = [
+        f"held-out:    {stage['held_out_iqm']:.6g} ({stage['metric']}, IQM over {len(seeds)} test seeds the search never used) "
+        f"for trial {stage['winner']}; 95% interval {low:.6g} to {high:.6g} for its IQM on {stage['future_seeds']} new seeds",
+        f"tuning:      {stage['tuning_value']:.6g} ({stage['tuning_metric']} in the search, on its own training seed(s): "
+        "the best of many noisy trials, optimistic)",
+    ]
+    entrants = stage.get("candidates") or []
+    if len(entrants) > 1:
+        lines.append(f"             {len(entrants)} configurations raced over the test seeds; the winner above was chosen by its held-out score")
+    if failed:
+        lines.append(f"             {len(failed)} of its {len(seeds)} test runs failed (seeds {', '.join(map(str, failed))})")
+    return lines
+
+
 def _print_best(best: Any) -> None:
     print(f"best trial:  {best.trial_id}")
     print(f"{best.metric} ({best.rule}, {best.mode}): {best.value:.6g} at {best.env_steps} env steps")
@@ -297,6 +319,11 @@ def _report(result: Any, mlflow: Any) -> int:
               f"`rlsweep resume {result.path}`", file=sys.stderr)
         print("best so far (the sweep is not finished):")
     _print_best(result.best)
+    if result.held_out is not None:
+        for line in held_out_lines(result.held_out, result.path):
+            print(line)
+        if result.held_out.get("interrupted"):
+            return EXIT_INTERRUPTED
     if result.export_error:
         print(f"mlflow export failed: {result.export_error}", file=sys.stderr)
     if result.mlflow_run_id and mlflow is not None:
@@ -354,10 +381,13 @@ def _rule(text: str) -> Any:
 def _best(args: argparse.Namespace) -> int:
     sweep = _load(args.dir)
     best = sweep.best(rule=_rule(args.rule))
+    stage = sweep.held_out()
     if args.json:
-        print(json.dumps(_json_safe(best.to_dict())))
+        print(json.dumps(_json_safe({**best.to_dict(), **({"held_out": stage} if stage is not None else {})})))
     else:
         _print_best(best)
+        for line in held_out_lines(stage, sweep.path) if stage is not None else []:
+            print(line)
     return _answered(sweep)
 
 

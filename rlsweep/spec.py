@@ -128,6 +128,23 @@ class SeedsSpec(Section):
         return seeds
 
 
+class HoldoutSpec(Section):
+    """The held-out stage: after the search, its best configurations are retrained on test seeds no trial
+    trained with (seeds.test), raced over those seeds, and the winner is chosen and reported by its held-out
+    score with a 95% interval, beside its tuning value."""
+
+    share: Annotated[float, Field(gt=0, lt=1)] = 0.3
+    """the stage's share of the sweep's budgeted env steps (budget.trials x seeds.per_trial x
+    budget.env_steps), strictly between 0 and 1: each held-out run trains one configuration on one test seed
+    for budget.env_steps, so the share affords floor(share x trials x per_trial) runs"""
+    candidates: Annotated[StrictInt, Field(ge=1, le=64)] = 4
+    """at most this many of the search's best configurations enter the race (successive halving over seeds:
+    the better half goes on each round); with fewer than 10 held-out runs only the best by tuning value is
+    retrained, on all of them"""
+    min_seeds: Annotated[StrictInt, Field(ge=2, le=1000)] = 3
+    """the least test seeds the winner is scored on (an interval needs two)"""
+
+
 class MetricSpec(Section):
     name: Text = "return_mean"
     """the metric the searcher and scheduler optimize: an rlsweep name or rllib/<RLlib key>"""
@@ -360,6 +377,9 @@ class SweepSpec(Section):
     overrides it)"""
     metric: MetricSpec = MetricSpec()
     """what "best" means"""
+    holdout: HoldoutSpec | None = None
+    """the held-out stage after the search ({} for its defaults; null or false: none, the sweep reports the
+    best trial's own value on its tuning seeds)"""
     stop: dict[str, FiniteFloat] = {}
     """per-trial thresholds that end a trial early: metric -> value"""
     checkpoint: CheckpointSpec = CheckpointSpec()
@@ -601,7 +621,7 @@ def apply_overrides(document: dict[str, Any], overrides: list[str]) -> dict[str,
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Sections that ``null`` or ``false`` switch off, rather than leaving at their default.
-_SWITCHABLE = {"mlflow"}
+_SWITCHABLE = {"mlflow", "holdout"}
 #: Sections whose mappings hold user values, where null is a value (an env's or RLlib's argument).
 _VALUES_MAY_BE_NULL = {"env_config", "config", "stop"}
 #: Fields parsed by their own code (their errors are more specific than a type's).
@@ -775,6 +795,22 @@ def _seed_problems(config: Mapping[str, Any], space: SearchSpace) -> list[Proble
     return problems
 
 
+def _holdout_problems(holdout: HoldoutSpec | None, budget: BudgetSpec | None, seeds: SeedsSpec | None) -> list[Problem]:
+    """What keeps the held-out stage from running as the spec sets it: the runs its share affords against
+    the winner's least seeds, and the test seeds the race takes against seeds.test."""
+    if holdout is None or budget is None or seeds is None:
+        return []
+    from rlsweep.holdout import plan_race, race_budget
+
+    try:
+        runs = race_budget(holdout.share, budget.trials, seeds.per_trial)
+        plan_race([str(i) for i in range(budget.trials)], runs, test_range=(seeds.test[0], seeds.test[1]),
+                  env_steps=budget.env_steps, min_seeds=holdout.min_seeds, max_candidates=holdout.candidates)
+    except SpecError as exc:
+        return list(exc.problems)
+    return []
+
+
 def _cross_section_problems(
     doc: Mapping[str, Any], values: Mapping[str, Any], space: SearchSpace, *, ran: bool = False
 ) -> list[Problem]:
@@ -807,6 +843,7 @@ def _cross_section_problems(
                 f"got {budget.trials}",
             )
         )
+    problems += _holdout_problems(values.get("holdout"), budget, values.get("seeds", SeedsSpec()))
     metric = values.get("metric")
     if metric is not None:
         if problem := metric_name_problem(metric.name):

@@ -60,6 +60,11 @@ CONFIRMATION_DIR = "confirmation"
 CONFIRMATION_PLAN = "rlsweep_confirmation_plan.json"
 CONFIRMATION_FILE = "rlsweep_confirmation.json"
 CANDIDATE_KEY, TEST_SEED_KEY = "candidate", "seed"
+#: The held-out stage's runs (a Tune experiment of candidate x test seed, as the confirmation's), its plan,
+#: and its result in the sweep's folder.
+HOLDOUT_DIR = "holdout"
+HOLDOUT_PLAN = "rlsweep_holdout_plan.json"
+HOLDOUT_FILE = "rlsweep_holdout.json"
 #: What a reader needs to trust and rerun a confirmed sweep, as data and as a page.
 REPRODUCIBILITY_JSON, REPRODUCIBILITY_MD = "reproducibility.json", "reproducibility.md"
 #: Held (flock) by whatever writes this sweep to MLflow, the export or the live logger: MLflow has no
@@ -457,6 +462,42 @@ def write_confirmation(root: Path, result: Mapping[str, Any]) -> Path:
     tmp.write_text(json.dumps(dict(result), default=str, indent=1))
     tmp.replace(path)  # a reader never sees half a file
     return path
+
+
+def holdout_dir(root: Path) -> Path:
+    return root / HOLDOUT_DIR
+
+
+def write_holdout_plan(root: Path, plan: Mapping[str, Any]) -> None:
+    holdout_dir(root).mkdir(parents=True, exist_ok=True)
+    (holdout_dir(root) / HOLDOUT_PLAN).write_text(json.dumps(dict(plan), default=str, indent=1))
+
+
+def read_holdout_plan(root: Path) -> dict[str, Any] | None:
+    return _json_object(holdout_dir(root) / HOLDOUT_PLAN)
+
+
+def write_holdout(root: Path, result: Mapping[str, Any]) -> Path:
+    """The held-out stage's result, written whole or not at all."""
+    path = root / HOLDOUT_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(result), default=str, indent=1))
+    tmp.replace(path)
+    return path
+
+
+def read_holdout(root: Path) -> dict[str, Any] | None:
+    """The held-out stage's result; None where the stage has not finished (or the sweep had none).
+
+    Raises:
+        SweepError: the file is there but is no regular file, or not a JSON object.
+    """
+    value = _read_json(root / HOLDOUT_FILE)
+    if value is _ABSENT:
+        return None
+    if not isinstance(value, dict):
+        raise GarbledFile(f"{root / HOLDOUT_FILE}: is not a JSON object")
+    return value
 
 
 def write_reproducibility(root: Path, record: Mapping[str, Any], page: str) -> tuple[Path, Path]:

@@ -15,10 +15,11 @@ import json
 import logging
 import math
 import os
+import pickle
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -154,10 +155,75 @@ def spec_problem_guard_class() -> type:
     return cls
 
 
+class Driver(Protocol):
+    """What decides which held-out runs start (:class:`rlsweep.holdout.Race`): it replays its decisions from
+    the finished runs' values, so it keeps no state of its own."""
+
+    def next_runs(self, done: Mapping[tuple[str, int], float | None], pending: Any = ()) -> list[tuple[str, int]]: ...
+
+    def finished(self, done: Mapping[tuple[str, int], float | None]) -> bool: ...
+
+
+def race_searcher_class() -> type:
+    """A Tune searcher that starts the runs a :class:`Driver` names, one (candidate, test seed) a trial, as
+    their results come in: None while a round waits for its last runs, FINISHED once the driver is done.
+    Its state is the finished runs' values and the started ones, saved with Tune's experiment state, so a
+    resumed stage replays the driver's decisions. Kept as this module's ``RaceSearcher`` so Tune can pickle
+    it by reference."""
+    cls = globals().get("RaceSearcher")
+    if cls is None:
+        from ray.tune.search import Searcher
+
+        class RaceSearcher(Searcher):
+            def __init__(self, driver: Driver, metric: str, env_steps: int) -> None:
+                super().__init__()
+                self.driver, self.score_metric, self.env_steps = driver, metric, env_steps
+                self.done: dict[tuple[str, int], float | None] = {}
+                self.pending: dict[str, tuple[str, int]] = {}
+
+            def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+                if self.driver.finished(self.done):
+                    return Searcher.FINISHED
+                runs = self.driver.next_runs(self.done, set(self.pending.values()))
+                if not runs:
+                    return None  # the round waits for its last runs
+                candidate, seed = self.pending[trial_id] = runs[0]
+                return {store.CANDIDATE_KEY: candidate, store.TEST_SEED_KEY: seed}
+
+            def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+                run = self.pending.pop(trial_id, None)
+                if run is not None:
+                    self.done[run] = None if error or not result else final_value(result, self.score_metric, self.env_steps)
+
+            def save(self, checkpoint_path: str) -> None:
+                with open(checkpoint_path, "wb") as file:
+                    pickle.dump({"done": self.done, "pending": self.pending}, file)
+
+            def restore(self, checkpoint_path: str) -> None:
+                with open(checkpoint_path, "rb") as file:
+                    state = pickle.load(file)
+                self.done, self.pending = state["done"], state["pending"]
+
+        RaceSearcher.__qualname__ = "RaceSearcher"
+        cls = globals()["RaceSearcher"] = RaceSearcher
+    return cls
+
+
+def final_value(result: Mapping[str, Any], metric: str, env_steps: int) -> float | None:
+    """A held-out run's score: ``metric`` (its final greedy evaluation) in its last row, where the run reached
+    the budget and the value is finite; None (a failed run) otherwise."""
+    value = result.get(metric)
+    if int(result.get("env_steps", 0) or 0) < env_steps or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def __getattr__(name: str) -> Any:
     # Unpickling a saved sweep looks the class up here before anything made it.
     if name == "SpecProblemGuard":
         return spec_problem_guard_class()
+    if name == "RaceSearcher":
+        return race_searcher_class()
     raise AttributeError(name)
 
 
@@ -561,6 +627,81 @@ def run_confirmation(
         tuner = _new_confirmation(path, spec, document, plan, trainable, verbose)
     with _tune_environment(), _leave_home_as_it_was():
         grid = tuner.fit()
+    return path, sum(1 for r in grid if r.error is not None)
+
+
+def run_heldout(
+    root: str | Path,
+    document: dict[str, Any],
+    plan: dict[str, Any],
+    driver: Driver,
+    *,
+    metric: str,
+    address: str | None = None,
+    verbose: int = 1,
+) -> tuple[Path, int]:
+    """The held-out stage's runs: each (candidate, test seed) ``driver`` names trains ``plan["configs"]
+    [candidate]`` on that seed for the full budget under ``document`` (the stage's spec), into the
+    ``holdout`` folder of the sweep at ``root``, as results come in, until the driver is finished; scored
+    by ``metric`` at the budget. Run again with the same plan it resumes (Tune's state holds the driver's
+    finished runs); with another it refuses.
+
+    Returns:
+        The stage's experiment directory and how many of its runs errored.
+
+    Raises:
+        UsageError: a held-out stage of another plan is already in the directory.
+        IncompatibleError: a run cannot fit the cluster.
+    """
+    from ray import tune
+    from ray.tune.search import ConcurrencyLimiter
+
+    root = Path(root).expanduser().resolve()
+    path = store.holdout_dir(root)
+    spec = load_spec(document, preflight=False)
+    recorded = store.read_holdout_plan(root)
+    canonical = lambda value: json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)  # noqa: E731
+    if recorded is not None and canonical(recorded) != canonical(plan):
+        raise UsageError(f"{path} holds a held-out stage of other configurations or seeds; move the folder away to "
+                         "start anew", "DIR")
+    trial_cpus = runtime.fit_cluster(spec, address, root)
+    memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
+    if memory is not None and memory.seeds == spec.seeds.per_trial:
+        runtime.check_reading(spec, memory, trial_cpus)
+    else:
+        memory = None
+    trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)
+    with _one_line_when_full(path):
+        if store.has_tune_state(path):
+            tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
+        else:
+            if not (path / store.SWEEP_FILE).exists():
+                store.create_experiment(
+                    path, spec_yaml=yaml.safe_dump(document, sort_keys=False), document=document, exist_ok=True,
+                    searcher="race", scheduler="fifo", restores_other_trials=False, own_loggers=True,
+                )
+            store.write_holdout_plan(root, plan)
+            searcher = race_searcher_class()(driver, metric, spec.budget.env_steps)
+            if spec.budget.max_concurrent:
+                searcher = ConcurrencyLimiter(searcher, max_concurrent=spec.budget.max_concurrent)
+            runs = int(plan["planned_runs"])
+            if verbose:
+                _say(f"held-out stage: {len(plan['candidates'])} configuration(s) raced over test seeds, up to {runs} runs "
+                     f"of {spec.budget.env_steps} env steps, into {path}")
+            tuner = tune.Tuner(
+                trainable,
+                tune_config=tune.TuneConfig(search_alg=searcher, num_samples=runs, reuse_actors=spec.ray.reuse_actors),
+                run_config=tune.RunConfig(
+                    name=path.name,
+                    storage_path=str(path.parent),
+                    checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+                    failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
+                    verbose=0,
+                    callbacks=_logger_callbacks(spec) + _progress_callbacks(spec, verbose, None, runs),
+                ),
+            )
+        with _tune_environment(), _leave_home_as_it_was():
+            grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
 
 

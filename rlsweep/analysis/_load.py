@@ -88,6 +88,19 @@ class Sweep:
         """Whether a trial of the sweep (not a folder Tune's state does not list) has reported."""
         return any(t.rows for t in self.trials if t.state != store.UNLISTED)
 
+    def held_out(self) -> dict[str, Any] | None:
+        """The held-out stage's result (``rlsweep_holdout.json``: the winner chosen on test seeds the search
+        never used, its held-out IQM with a 95% interval for 10 new seeds, and its tuning value beside it);
+        None where the sweep had no held-out stage or it has not finished. A file that does not read is named
+        and makes the answer incomplete."""
+        try:
+            return store.read_holdout(self.path)
+        except SweepError as exc:
+            if str(exc) not in self.damage:
+                log.warning("%s", exc)
+                self.damage.append(str(exc))
+            return None
+
     def unfinished(self) -> list[str]:
         """The trials neither finished nor failed: after the sweep returned, the ones an interruption (Ctrl-C,
         a killed driver) left for ``rlsweep resume`` to continue."""
@@ -200,12 +213,27 @@ class Sweep:
 
         Raises:
             UsageError: an unknown rule.
-            SweepError: no trial has reported the metric yet.
+            SweepError: no trial is a candidate (none reported the metric yet, or each that did is no
+                candidate: ended in an error, diverged, not in Tune's state; under ``eval``, none has a
+                checkpoint), saying which.
         """
         ranked = self.ranked(rule)
         if not ranked:
-            raise SweepError(f"{self.path}: no trial has reported {self.spec.metric.name!r} yet")
+            raise SweepError(f"{self.path}: {self._why_none_ranked(SelectionRule.parse(rule))}")
         return ranked[0]
+
+    def _why_none_ranked(self, rule: SelectionRule) -> str:
+        metric = self.spec.metric.name
+        reported = [t for t in self.trials if any(not math.isnan(v) for v in t.values(metric))]
+        if not reported:
+            return f"no trial has reported {metric!r} yet"
+        if rule.kind == "eval" and self.ranked(DEFAULT_RULE):
+            return f"no trial that reported {metric!r} has a checkpoint to evaluate (rule eval)"
+        causes = {"ended in an error": [t for t in reported if t.state == store.ERROR],
+                  "diverged": [t for t in reported if t.state != store.ERROR and t.diverged],
+                  f"is {store.UNLISTED} (not in Tune's experiment state)": [t for t in reported if t.state == store.UNLISTED]}
+        said = "; ".join(f"{', '.join(t.trial_id for t in trials)} {why}" for why, trials in causes.items() if trials)
+        return f"no trial that reported {metric!r} is a candidate for the best: {said}"
 
     def ranked(self, rule: str | SelectionRule = DEFAULT_RULE) -> list[Best]:
         """Every trial that reported the metric and did not end in an error, best first under ``rule``, each

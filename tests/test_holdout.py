@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rlsweep.analysis._holdout import (
+from rlsweep.holdout import (
     Race,
     Stage,
     holdout_interval,

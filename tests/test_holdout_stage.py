@@ -1,0 +1,146 @@
+"""The held-out stage at the end of a sweep (``holdout``): what validate refuses before anything runs, and on
+real trials, that the best configuration is retrained on test seeds no trial trained with, that the answer
+says which number is the held-out estimate and which the tuning value, and that a race over seeds run by
+Tune follows the race's decisions."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+import rlsweep
+from rlsweep import store
+from rlsweep.errors import SpecError
+from rlsweep.seeds import interquartile_mean
+from tests.conftest import REPO, TINY_SPEC, small_ppo
+
+
+def _problems(holdout, **changes):
+    document = {**copy.deepcopy(TINY_SPEC), "holdout": holdout, **changes}
+    with pytest.raises(SpecError) as caught:
+        rlsweep.load_spec(document, preflight=False)
+    return {p.path: p.message for p in caught.value.problems}
+
+
+@pytest.mark.parametrize("share", [0, 1, 1.5, -0.1])
+def test_a_share_that_is_not_strictly_between_0_and_1_is_refused_at_its_path(share):
+    problems = _problems({"share": share})
+    assert "holdout.share" in problems, problems
+
+
+def test_a_share_too_small_for_the_winners_seeds_is_refused_with_the_numbers():
+    # 5 trials of one seed: 0.3 of them affords one held-out run; the winner needs 3.
+    problems = _problems({"share": 0.3}, budget={"env_steps": 4000, "trials": 5})
+    assert "affords 1" in problems["holdout.share"] and "3" in problems["holdout.share"], problems
+    # At the bound it validates: 10 trials, 0.3 -> 3 runs, the least the winner needs.
+    document = {**copy.deepcopy(TINY_SPEC), "holdout": {"share": 0.3}, "budget": {"env_steps": 4000, "trials": 10}}
+    assert rlsweep.load_spec(document, preflight=False).holdout.share == 0.3
+
+
+def test_more_test_seeds_than_the_test_range_holds_are_refused_there():
+    problems = _problems({"share": 0.5, "min_seeds": 3}, budget={"env_steps": 4000, "trials": 10},
+                         seeds={"test": [1000, 1001]})
+    assert "seeds.test" in problems, problems
+
+
+@pytest.mark.parametrize("off", [None, False])
+def test_null_or_false_turns_the_stage_off_and_it_is_off_unless_asked_for(off):
+    assert rlsweep.load_spec({**copy.deepcopy(TINY_SPEC), "holdout": off}, preflight=False).holdout is None
+    assert rlsweep.load_spec(copy.deepcopy(TINY_SPEC), preflight=False).holdout is None
+    spec = rlsweep.load_spec({**copy.deepcopy(TINY_SPEC), "holdout": {}, "budget": {"env_steps": 4000, "trials": 10}},
+                             preflight=False)
+    assert (spec.holdout.share, spec.holdout.candidates, spec.holdout.min_seeds) == (0.3, 4, 3)
+
+
+# --- on real trials -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_holdout(tmp_path_factory):
+    """One sweep of 4 PPO trials with a held-out stage of 0.75 of its env steps (3 runs: too few to race, so
+    the best configuration by tuning value is retrained on 3 test seeds), run by the CLI."""
+    root = tmp_path_factory.mktemp("holdout")
+    document = small_ppo("held", root / "results", batch=250, epochs=1, budget={"env_steps": 500, "trials": 4},
+                         evaluation={"episodes": 2}, holdout={"share": 0.75})
+    spec = root / "spec.yaml"
+    spec.write_text(yaml.safe_dump(document))
+    done = subprocess.run(
+        [sys.executable, "-m", "rlsweep.cli", "run", str(spec), "--progress", "none", "--set", "ray.num_cpus=2"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900, start_new_session=True,
+    )
+    return done, root / "results" / "held"
+
+
+@pytest.mark.slow
+def test_the_winner_is_retrained_on_test_seeds_and_reported_as_held_out_beside_its_tuning_value(with_holdout):
+    done, root = with_holdout
+    assert done.returncode == 0, done.stderr[-3000:]
+    stage = json.loads((root / store.HOLDOUT_FILE).read_text())
+    swept = rlsweep.load(root)
+    best = swept.best()
+    # Too few runs to race: the best by tuning value takes all three, on the first three test seeds.
+    assert stage["winner"] == best.trial_id and stage["seeds"] == [1000, 1001, 1002]
+    assert not set(stage["seeds"]) & {s for t in swept.trials for s in t.seeds}
+    # The held-out estimate is the IQM of the winner's own runs on those seeds, read here from their folders.
+    runs = {int(t.config[store.TEST_SEED_KEY]): t.values("eval_return_mean")[-1]
+            for t in store.read_trials(root / store.HOLDOUT_DIR, budget_env_steps=500)}
+    assert sorted(runs) == [1000, 1001, 1002]
+    assert stage["held_out_iqm"] == pytest.approx(interquartile_mean(list(runs.values())))
+    low, high = stage["interval"]
+    assert low <= stage["held_out_iqm"] <= high and high > low
+    assert stage["tuning_value"] == pytest.approx(best.value)
+    # The last lines say which number is which.
+    held = [line for line in done.stdout.splitlines() if line.startswith("held-out:")]
+    tuning = [line for line in done.stdout.splitlines() if line.startswith("tuning:")]
+    assert len(held) == 1 and "test seeds the search never used" in held[0] and f"{stage['held_out_iqm']:.6g}" in held[0]
+    assert len(tuning) == 1 and "optimistic" in tuning[0] and f"{best.value:.6g}" in tuning[0]
+    # `rlsweep best` says the same, and its JSON holds the stage.
+    again = subprocess.run([sys.executable, "-m", "rlsweep.cli", "best", str(root)], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert again.returncode == 0 and held[0] in again.stdout, again.stdout
+
+
+@pytest.mark.slow
+def test_tune_runs_a_race_over_seeds_as_the_race_decides(with_holdout, ray_runtime):
+    """Three configurations race on 6 runs (one seed each, the better two go on to a second seed, the winner
+    takes what is left): Tune starts exactly the runs the race names, round after round."""
+    from rlsweep import sweep
+    from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
+    from rlsweep.api import _held_out_runs
+    from rlsweep.holdout import Race, plan_race
+
+    done, root = with_holdout
+    assert done.returncode == 0, done.stderr[-3000:]
+    swept = rlsweep.load(root)
+    ranked = [b.trial_id for b in swept.ranked()][:3]
+    plan = plan_race(ranked, 6, test_range=(2000, 2099), env_steps=500, min_seeds=2, max_candidates=3,
+                     winner_share=0, race_from_runs=2)
+    assert [(s.candidates, s.seeds) for s in plan.stages][0] == (3, 1)
+    retrain = plan_confirmation(swept, seeds=len(plan.test_seeds), trials=plan.candidates)
+    document = confirmation_document(swept.info["spec"], retrain)
+    document["budget"] = {**document["budget"], "trials": plan.planned_runs}
+    document["seeds"] = {**document["seeds"], "test": [2000, 2099]}
+    stage = {**retrain.to_dict(), "planned_runs": plan.planned_runs}
+    folder = root.parent / "race"
+    folder.mkdir()
+    race = Race(plan)
+    path, errored = sweep.run_heldout(folder, document, stage, race, metric=CONFIRM_METRIC, verbose=0)
+    ran = _held_out_runs(path, 500)
+    assert errored == 0 and race.finished(ran)
+    # Every run Tune started is one the race asked for, given what had finished: replaying the race from the
+    # runs of each round names exactly the next round's.
+    first = {run for run in ran if run[1] == plan.test_seeds[0]}
+    assert first == {(c, plan.test_seeds[0]) for c in plan.candidates}
+    later = set(ran) - first
+    kept = {c for c, _ in later}
+    assert kept and kept < set(plan.candidates)
+    result = race.result(ran)
+    assert result.winner in kept and all(not math.isnan(v) for v in result.interval)
+    assert len(ran) == plan.planned_runs

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import secrets
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -327,7 +328,7 @@ def _report(result: Any, mlflow: Any) -> int:
     if result.export_error:
         print(f"mlflow export failed: {result.export_error}", file=sys.stderr)
     if result.mlflow_run_id and mlflow is not None:
-        print(f"mlflow:      {mlflow.tracking_uri} experiment {mlflow.experiment!r}, run {result.mlflow_run_id}")
+        print(f"mlflow:      {_mlflow_line(result.path, mlflow, result.mlflow_run_id)}")
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
 
 
@@ -540,8 +541,22 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     sweep = _load(args.dir)
     run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment)
-    print(f"exported {len(sweep.trials)} trials; parent run {run_id}")
+    print(f"exported {len(sweep.trials)} trials: {_mlflow_line(sweep.path, sweep.spec.mlflow, run_id, args.tracking_uri, args.experiment)}")
     return _answered(sweep)
+
+
+def _mlflow_line(path: Path, mlflow: Any, run_id: str, uri: str | None = None, experiment: str | None = None) -> str:
+    """The one line that says where a sweep's MLflow runs are and how to browse them (MLflow's own "View run"
+    lines, one per run, are off)."""
+    from rlsweep.spec import DEFAULT_TRACKING_URI, MlflowSpec
+
+    settings = mlflow or MlflowSpec()
+    browse = ["rlsweep", "ui", str(path)]
+    browse += ["--tracking-uri", uri] if uri else []
+    browse += ["--experiment", experiment] if experiment else []
+    shown_uri = uri or settings.tracking_uri or DEFAULT_TRACKING_URI
+    return (f"parent run {run_id} in experiment {experiment or settings.experiment!r} of {shown_uri}; "
+            f"browse it with `{shlex.join(browse)}`")
 
 
 def _ui(args: argparse.Namespace) -> int:

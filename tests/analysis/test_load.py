@@ -82,3 +82,27 @@ def test_default_rule_picks_the_checkpoint_best_by_avg_last_3_not_the_latest_nor
     trial = next(t for t in sweep.trials if t.trial_id == "t")
     assert trial.latest_checkpoint.path.name == "checkpoint_000002"
     assert sweep.best(rule="max").checkpoint.name == "checkpoint_000000"
+
+
+def test_where_no_trial_is_a_candidate_best_says_why_not_that_none_reported(tmp_path):
+    from rlsweep import store
+
+    root = new_experiment(tmp_path / "exp")
+    assert str(_refusal(root)).endswith("no trial has reported 'return_mean' yet")
+    failed = write_trial(root, "failed", [10, 20], config={"training.lr": 0.01})
+    (failed / store.ERROR_FILE).write_text("Failure # 1\nboom")
+    blown = write_trial(root, "blown", [10, 20], config={"training.lr": 0.02})
+    with (blown / store.RESULT_FILE).open("a") as out:
+        out.write('{"trial_id": "blown", "env_steps": 3000, "return_mean": 1, "timestamp": 3, "diverged": "total_loss"}\n')
+    # Both reported: the cause is how they ended.
+    assert str(_refusal(root)).endswith("no trial that reported 'return_mean' is a candidate for the best: "
+                                        "failed ended in an error; blown diverged")
+    write_trial(root, "kept", [1, 2], config={"training.lr": 0.03})  # no checkpoint
+    assert load(root).best().trial_id == "kept"
+    assert str(_refusal(root, "eval")).endswith("no trial that reported 'return_mean' has a checkpoint to evaluate (rule eval)")
+
+
+def _refusal(root, rule="avg-last-3"):
+    with pytest.raises(SweepError) as refused:
+        load(root).best(rule)
+    return refused.value

@@ -29,7 +29,7 @@ from rlsweep.errors import SpecError, SweepError
 
 #: Held-out runs' share of the sweep's env steps, the winner's least seeds, the race's halving rate and how
 #: many configurations may enter it, by default (``benchmarks/holdout_calibration.py`` chose them).
-DEFAULT_SHARE = 0.25
+DEFAULT_SHARE = 0.3
 DEFAULT_MIN_SEEDS = 3
 DEFAULT_ETA = 2
 DEFAULT_MAX_CANDIDATES = 4

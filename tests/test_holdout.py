@@ -376,6 +376,15 @@ def test_the_winners_interval_predicts_its_future_seeds_at_the_entrants_level_wi
     assert result.interval == pytest.approx((values.mean() - half, 0.0))
 
 
+def test_the_race_reports_the_interval_of_the_method_it_was_given():
+    race = Race(plan(runs=8), method="t_prediction")
+    result = race.result(run_out(race, TABLE))
+    values = np.array(TABLE["c"])
+    half = stats.t.ppf(0.975, 3) * values.std(ddof=1) * math.sqrt(1 / 4 + 1 / 10)
+    assert result.method == "t_prediction"
+    assert result.interval == pytest.approx((values.mean() - half, values.mean() + half))
+
+
 def test_a_race_whose_last_round_waits_is_not_finished():
     race = Race(plan(runs=8))
     done = run_out(race, TABLE)

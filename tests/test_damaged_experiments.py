@@ -185,9 +185,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 import rlsweep.api  # noqa: E402
 from rlsweep.analysis import _load  # noqa: E402
-from tests.test_damaged_folders_round3 import Reached, run  # noqa: E402
-from tests.test_damaged_folders_round3 import _snapshot as _every_entry  # noqa: E402
-from tests.test_damaged_folders_round3 import _sweep as _confirmed_sweep  # noqa: E402
+from tests.test_damaged_folders import Reached, run  # noqa: E402
+from tests.test_damaged_folders import _snapshot as _every_entry  # noqa: E402
+from tests.test_damaged_folders import _sweep as _confirmed_sweep  # noqa: E402
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Schedules in the spec (issue 32): parsing and refusals with their spec paths, RLlib's format, the value in
+"""Schedules in the spec: parsing and refusals with their spec paths, RLlib's format, the value in
 force, RLlib's own config accepting the result, and searched numbers as ordinary domains."""
 
 from __future__ import annotations

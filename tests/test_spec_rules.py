@@ -148,7 +148,7 @@ ACCEPTED = {
     "debugging.seed searched in range": {"search_space": {"debugging.seed": {"choice": [0, MAX_TRAINING_SEED]}}},
     "log_std_clip_param of +inf (RLlib's 'no clamping')": {"config": {"rl_module.model_config.log_std_clip_param": math.inf}},
     "an infinity in env_config (an env's unbounded limit)": {"env_config": {"limit": math.inf}},
-    "a storage folder that does not exist yet": {"storage": "/tmp/rlsweep-round3/not/yet/made"},
+    "a storage folder that does not exist yet": {"storage": "/tmp/rlsweep-spec-rules/not/yet/made"},
     "a tracking URI with a database driver": {"mlflow": {"tracking_uri": "postgresql+psycopg2://user@db.example/mlflow"}},
     "a tracking URI that is a plain path": {"mlflow": {"tracking_uri": "./mlruns"}},
     "an OTLP endpoint on IPv6 loopback": {"tracing": {"otlp_endpoint": "http://[::1]:4318"}},
@@ -165,7 +165,7 @@ def test_what_can_run_still_validates(name):
     if "tracing" in changes:
         pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
     assert _problems(_spec(**changes)) is None
-    assert not (tmp := __import__("pathlib").Path("/tmp/rlsweep-round3")).exists(), f"validate created {tmp}"
+    assert not (tmp := __import__("pathlib").Path("/tmp/rlsweep-spec-rules")).exists(), f"validate created {tmp}"
 
 
 # --- properties: whatever load_spec accepts keeps the rule, and it never raises anything but SpecError ----

@@ -1,4 +1,4 @@
-"""Mutation-testing gaps of rlsweep/analysis/_confirm.py (issue 30 item 5): what a confirmation reports for a
+"""Confirmation at its edges, pinned where mutation testing found them unchecked: what a confirmation reports for a
 configuration short of scores, and which run's evaluation counts as its final score."""
 
 from __future__ import annotations

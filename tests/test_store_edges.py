@@ -1,4 +1,4 @@
-"""Mutation-testing gaps of rlsweep/store.py (issue 30 item 5): how a failure's line is shortened for the
+"""The store at its edges, pinned where mutation testing found them unchecked: how a failure's line is shortened for the
 terminal, how the live logger reads the rows Tune appended since its last look, what stops a resume or a
 confirmation from writing, and what the confirmation's records keep."""
 

@@ -414,7 +414,7 @@ def test_a_warm_start_from_a_damaged_folder_uses_what_is_intact_and_names_what_i
 # --- any file of the folder, damaged at random ----------------------------------------------------------
 
 # The examples' intact folder, built once (hypothesis draws the file to damage from its list).
-_TEMPLATE = Path(tempfile.mkdtemp(prefix="rlsweep-round3-")) / "exp"
+_TEMPLATE = Path(tempfile.mkdtemp(prefix="rlsweep-damaged-")) / "exp"
 atexit.register(shutil.rmtree, _TEMPLATE.parent, True)
 _sweep(_TEMPLATE)
 FILES = sorted(str(p.relative_to(_TEMPLATE)) for p in _TEMPLATE.rglob("*") if p.is_file())

@@ -687,7 +687,7 @@ def parse_spec(document: Mapping[str, Any], *, ran: bool = False) -> tuple[Sweep
 
 #: What YAML 1.1 reads as a string although a user meant a number: an exponent without a dot (1e-3) or
 #: without a sign (1.0e3).
-_NUMBER_AS_TEXT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+_NUMBER_AS_TEXT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$", re.ASCII)
 
 
 def _as_yaml_float(text: str) -> str:

@@ -989,7 +989,7 @@ def _checkpoints(trial_dir: Path, damage: list[str], notes: list[str]) -> tuple[
 
 def _trial_id_from_dirname(name: str) -> str:
     # Tune names trial folders "<trainable>_<trial_id>_<index>_<params>"; the id is "<8 hex>_<5 digits>".
-    match = re.search(r"([0-9a-f]{5,8}_\d{5})", name)
+    match = re.search(r"([0-9a-f]{5,8}_[0-9]{5})", name)
     return match.group(1) if match else name
 
 

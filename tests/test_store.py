@@ -415,3 +415,11 @@ def test_a_tune_state_cut_off_while_tune_copies_it_is_read_again_before_it_count
     monkeypatch.setattr(store.time, "sleep", lambda seconds: None)
     found = store.read_experiment(root, budget_env_steps=4000)
     assert found.damage[0].startswith(f"{state}: is not JSON") and found.trials[0].state == store.RUNNING
+
+
+def test_a_trial_id_in_a_folder_name_is_written_in_0_to_9():
+    # Tune's ids are "<hex>_<5 digits 0-9>"; a folder "PPO_deadbeef_٠٠٠٩٩_x" is no trial of Tune's numbering.
+    from rlsweep.store import _trial_id_from_dirname
+
+    assert _trial_id_from_dirname("PPO_deadbeef_00099_x") == "deadbeef_00099"
+    assert _trial_id_from_dirname("PPO_deadbeef_\u0660\u0660\u0660\u0669\u0669_x") == "PPO_deadbeef_\u0660\u0660\u0660\u0669\u0669_x"

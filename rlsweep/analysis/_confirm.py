@@ -285,7 +285,9 @@ def _confirmed_row(row: Any, index: int) -> tuple[dict[str, Any] | None, list[st
         return kept
 
     def seed_value(seed: Any, value: Any) -> bool:
-        return isinstance(seed, str) and seed.lstrip("-").isdigit() and not math.isnan(_number(value))
+        # 0-9 only: '²'.isdigit() is true, and int('²') fails where the seed is read back
+        return (isinstance(seed, str) and seed.lstrip("-").isascii() and seed.lstrip("-").isdigit()
+                and not math.isnan(_number(value)))
 
     missing = row.get("missing", [])
     if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):

@@ -16,7 +16,7 @@ RULE_HELP = (
     "last | max | avg-last-N (mean of the last N reports; default avg-last-3) | eval (the top 3 by avg-last-3, "
     "re-evaluated greedily on fresh seeds) | confirmed (by the IQM `rlsweep confirm` measured on test seeds)"
 )
-_RULE = re.compile(r"^(last|max|eval|confirmed|avg-last-(\d+))$")
+_RULE = re.compile(r"^(last|max|eval|confirmed|avg-last-([0-9]+))$")  # 0-9: \d takes any script's digits
 
 
 @dataclass(frozen=True)

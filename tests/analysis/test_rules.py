@@ -83,3 +83,17 @@ def test_best_as_json_holds_every_field_a_script_reads():
         "checkpoint_env_steps": 2000,
     }
     assert Best(**{**best.__dict__, "checkpoint": None}).to_dict()["checkpoint"] is None
+
+
+#: Characters Python counts as digits that are not 0-9 (superscripts, Arabic-Indic, Devanagari, fullwidth...).
+_OTHER_DIGITS = [c for c in map(chr, range(0x80, 0x10000)) if c.isdigit()]
+
+
+def test_a_rules_count_is_written_in_0_to_9_only():
+    # int('٣') is 3: without the ASCII rule, avg-last-٣ read as avg-last-3 though it shows something else.
+    from rlsweep.errors import UsageError
+
+    assert SelectionRule.parse("avg-last-12").n == 12
+    for digit in _OTHER_DIGITS[:: max(1, len(_OTHER_DIGITS) // 40)]:
+        with pytest.raises(UsageError, match="unknown rule"):
+            SelectionRule.parse(f"avg-last-{digit}")

@@ -131,6 +131,7 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
         def __init__(self) -> None:
             self._queue: queue.SimpleQueue = queue.SimpleQueue()
             self._thread: threading.Thread | None = None
+            self._driving: Any = None
             self._warned = False
 
         def __getstate__(self) -> dict:
@@ -142,6 +143,8 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             self._warned = state.get("_warned", False)
 
         def setup(self, **info: Any) -> None:
+            # While it is held, an export knows the sweep runs and leaves its unfinished runs RUNNING.
+            self._driving = store.hold_driver_lock(path)
             self._thread = threading.Thread(target=self._run, name="rlsweep-mlflow-live", daemon=True)
             self._thread.start()
 
@@ -154,6 +157,9 @@ def live_logger(spec: SweepSpec, path: Path, sweep_id: str, flush_s: float = 2.0
             self._queue.put(_STOP)
             if self._thread is not None:
                 self._thread.join(timeout=300)
+            if self._driving is not None:
+                self._driving.close()
+                self._driving = None
 
         def _run(self) -> None:
             tailer = MlflowTailer(spec, path, sweep_id)

@@ -14,7 +14,7 @@ from typing import Any
 
 from rlsweep import runtime, sweep
 from rlsweep.progress import checked_mode
-from rlsweep.analysis import Best, load, live_logger, set_retrainer, trace_target
+from rlsweep.analysis import Best, load, live_logger, trace_target
 from rlsweep.errors import ExportError, IncompatibleError, SpecError, SweepError, UsageError
 from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
 from rlsweep._host import storage_problem
@@ -22,9 +22,6 @@ from rlsweep.spec import SweepSpec
 from rlsweep.trainables import MemoryFit
 
 log = logging.getLogger("rlsweep")
-
-# ``load(DIR).confirm()`` retrains through the sweep stage, which the analysis does not import.
-set_retrainer(sweep.run_confirmation)
 
 
 @dataclass(frozen=True)

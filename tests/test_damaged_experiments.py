@@ -184,7 +184,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import rlsweep.api  # noqa: E402
-from rlsweep.analysis import _load  # noqa: E402
+import rlsweep.sweep  # noqa: E402
 from tests.test_damaged_folders import Reached, run  # noqa: E402
 from tests.test_damaged_folders import _snapshot as _every_entry  # noqa: E402
 from tests.test_damaged_folders import _sweep as _confirmed_sweep  # noqa: E402
@@ -200,7 +200,7 @@ def no_real_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(rlsweep.api, "resume", stub)
     monkeypatch.setattr(rlsweep.api, "run", stub)
-    monkeypatch.setattr(_load, "_RETRAIN", stub)
+    monkeypatch.setattr(rlsweep.sweep, "run_confirmation", stub)
 
 
 @pytest.fixture(scope="module")

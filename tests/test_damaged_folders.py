@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rlsweep.api  # noqa: F401 - on import it hands the analysis its retrainer, which the tests replace
+import rlsweep.api
+import rlsweep.sweep
 from rlsweep import cli, store
-from rlsweep.analysis import _load
 from rlsweep.analysis._confirm import ConfirmationPlan, summarize
 from rlsweep.seeds import SEED_PATH
 from tests.experiments import new_experiment, write_trial
@@ -134,7 +134,7 @@ def no_real_run(monkeypatch: pytest.MonkeyPatch) -> None:
         raise Reached
 
     monkeypatch.setattr(rlsweep.api, "resume", stub)
-    monkeypatch.setattr(_load, "_RETRAIN", stub)
+    monkeypatch.setattr(rlsweep.sweep, "run_confirmation", stub)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 checkpoint, evaluation on fresh seeds, confirmation on held-out training seeds, plots, and the MLflow export (live and after the sweep)."""
 
 from rlsweep.analysis._live import live_logger
-from rlsweep.analysis._load import CheckpointRecord, Sweep, Trial, load, set_retrainer
+from rlsweep.analysis._load import CheckpointRecord, Sweep, Trial, load
 from rlsweep.analysis._mlflow import export, trace_target
 from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP, Best, SelectionRule
 
@@ -19,5 +19,4 @@ __all__ = [
     "export",
     "live_logger",
     "load",
-    "set_retrainer",
 ]

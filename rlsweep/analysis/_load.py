@@ -8,7 +8,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -320,6 +320,7 @@ class Sweep:
         trials: Sequence[str] = (),
         address: str | None = None,
         verbose: int = 1,
+        retrain: Callable[..., tuple[Path, int]] | None = None,
     ) -> dict[str, Any]:
         """Retrain the top ``top`` configurations (under ``rule``; or the ``trials`` named) from scratch for the
         full budget on ``seeds`` held-out test seeds (the first of ``seeds.test``), concurrently on the Ray
@@ -330,13 +331,19 @@ class Sweep:
         package versions, machine, the commands that rerun it; the MLflow export attaches both), and returned. Run again with the same
         arguments it resumes; finished runs are not redone.
 
+        Args:
+            retrain: What trains the runs (``root, document, plan, *, address, verbose -> (folder, errored)``);
+                by default the sweep stage's :func:`rlsweep.sweep.run_confirmation`, which this asks for here,
+                when it is called: the analysis reads, the sweep stage trains.
+
         Raises:
             UsageError: nothing to confirm, ``top`` beyond the finished trials, a named trial that errored, a
                 test seed a trial trained with, or a confirmation of other settings already in the directory.
             SweepError: no configuration finished on two test seeds (the errors are listed; rerun to retry).
         """
-        if _RETRAIN is None:
-            raise SweepError("confirm() retrains through rlsweep's sweep stage: load the directory with rlsweep.load(DIR)")
+        if retrain is None:
+            # The one arrow from the analysis to the sweep stage, taken at call time (tests/test_structure.py).
+            from rlsweep.sweep import run_confirmation as retrain
         # Refused before anything runs: a ranking read without a damaged trial may be wrong, and a result
         # that cannot be written would be lost after hours of retraining.
         if damaged := [*self.damage, *store.confirmation_problems(self.path)]:
@@ -345,7 +352,7 @@ class Sweep:
                 "Nothing was changed; restore or move away what is named, then confirm", "DIR")
         plan = plan_confirmation(self, top=top, seeds=seeds, rule=SelectionRule.parse(rule), trials=trials)
         document = confirmation_document(self.info.get("spec") or self.spec.document, plan)
-        path, _ = _RETRAIN(self.path, document, plan.to_dict(), address=address, verbose=verbose)
+        path, _ = retrain(self.path, document, plan.to_dict(), address=address, verbose=verbose)
         budget = int(document["budget"]["env_steps"])
         scores, missing = scores_from(store.read_trials(path, budget_env_steps=budget), plan, budget)
         result = summarize(plan, scores, missing=missing)
@@ -410,16 +417,6 @@ class Sweep:
         from rlsweep.analysis._mlflow import export
 
         return export(self, tracking_uri=tracking_uri, experiment=experiment)
-
-
-#: How a confirmation retrains: :func:`rlsweep.sweep.run_confirmation`, handed over by :mod:`rlsweep.api` as
-#: it is imported (the analysis never imports the sweep stage; it asks it to retrain).
-_RETRAIN: Any = None
-
-
-def set_retrainer(retrain: Any) -> None:
-    global _RETRAIN
-    _RETRAIN = retrain
 
 
 def confirm_command(path: Path, plan: ConfirmationPlan, *, top: int | None) -> str:

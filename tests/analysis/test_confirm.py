@@ -245,3 +245,23 @@ def test_the_export_logs_a_child_run_per_confirmed_configuration_and_the_record(
     assert client.get_run(parent).data.tags["rlsweep.confirmed_trial_id"] == "ccccc_00002"
     names = {a.path for a in client.list_artifacts(parent)} | {a.path for a in client.list_artifacts(parent, "plots")}
     assert {"reproducibility.json", "reproducibility.md", "plots/confirmation.png"} <= names
+
+
+def test_confirm_works_from_the_analysis_alone_in_a_fresh_interpreter(swept):
+    """``rlsweep.analysis.load(DIR).confirm()`` asks the sweep stage to retrain when it is called: nothing has to
+    be imported first for it (it raised unless rlsweep.api had been). The retraining is replaced by one that
+    exits 42, so no Ray starts; the old hook exited 1 with its SweepError."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = (
+        "import sys, rlsweep.sweep\n"
+        "def retrain(*args, **kwargs): sys.exit(42 if 'rlsweep.api' not in sys.modules else 43)\n"
+        "rlsweep.sweep.run_confirmation = retrain\n"
+        "from rlsweep.analysis import load\n"
+        f"load({str(swept)!r}).confirm(top=1, seeds=2, verbose=0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 42, (done.returncode, done.stderr[-2000:])

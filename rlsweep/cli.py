@@ -498,9 +498,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _confirm(args: argparse.Namespace) -> int:
-    import importlib
-
-    importlib.import_module("rlsweep.api")  # on import, it hands the analysis the sweep stage's retrainer
     rule = _rule(args.rule)
     swept = _load(args.dir)  # a clear error for a directory that holds no sweep
     # With --json, stdout holds the JSON alone: what Tune prints while training goes to stderr.

@@ -18,14 +18,21 @@ import hashlib
 import json
 import logging
 import math
+import os
+import signal
+import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rlsweep import store
+from rlsweep import _compat, store
 from rlsweep.errors import ExportError, SweepError, UsageError
 from rlsweep.metrics import ENV_STEPS, env_steps, exported_values
 from rlsweep.spec import DEFAULT_TRACKING_URI, MlflowSpec
@@ -63,9 +70,6 @@ MAX_PARAM_KEY = 250
 MAX_PARAM_CHARS = 6000
 MAX_BATCH = 1000
 MAX_PARAMS_PER_BATCH = 100
-
-_STATUS = {store.TERMINATED: "FINISHED", store.ERROR: "FAILED", store.PAUSED: "KILLED"}
-
 
 def _param_value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
@@ -137,46 +141,158 @@ def row_metrics(row: Mapping[str, Any], metric: str | None = None) -> list[Any]:
 
 
 def log_rows(
-    client: MlflowClient, run_id: str, rows: Iterable[Mapping[str, Any]], rows_done: int, params: Iterable[Any] = (),
-    tags: Iterable[Any] = (), metric: str | None = None,
+    client: MlflowClient, run_id: str, rows: Sequence[Mapping[str, Any]], rows_done: int, params: Iterable[Any] = (),
+    tags: Iterable[Any] = (), metric: str | None = None, on_written: Callable[[int], None] | None = None,
 ) -> None:
-    """Log ``rows`` (and a new run's ``params`` and setting ``tags``) in as few ``log_batch`` calls as
-    MLflow's limits allow, the last one also recording that the run holds ``rows_done`` rows. MLflow writes
-    a batch's tags after its metrics, so an export cut off half-way repeats rows, and MLflow drops repeated
-    identical points. ``metric``: the sweep's, each row's first."""
+    """Log ``rows`` (and a new run's ``params`` and setting ``tags``) to the run, which holds ``rows_done``
+    rows once they are in. The params and tags go first, in batches of MLflow's limits; then the rows'
+    metrics in chunks sized for the store (:func:`metric_writer`), each chunk also recording how many rows
+    the run holds with it, so an export cut off part-way goes on from its last chunk. MLflow writes a
+    chunk's tag after its metrics and drops repeated identical points: a chunk cut off half-way is
+    repeated whole. ``metric``: the sweep's, each row's first. ``on_written``: told the rows of each chunk."""
     from mlflow.entities import RunTag
 
-    metrics = [m for row in rows for m in row_metrics(row, metric)]
-    pending, pending_tags = list(params), list(tags)
-    batches: list[tuple[list, list, list]] = []
-    while pending or pending_tags or metrics or not batches:
-        batch_params, pending = pending[:MAX_PARAMS_PER_BATCH], pending[MAX_PARAMS_PER_BATCH:]
-        # One tag's room for the row count tag.
+    pending_params, pending_tags = list(params), list(tags)
+    writer = metric_writer(client)
+    chunks = list(_chunks(rows, rows_done - len(rows), writer.chunk_size, metric))
+    while pending_params or pending_tags or not chunks:
+        batch_params, pending_params = pending_params[:MAX_PARAMS_PER_BATCH], pending_params[MAX_PARAMS_PER_BATCH:]
+        # One tag's room for the row count, on a call that ends the run's writes.
         batch_tags, pending_tags = pending_tags[: MAX_PARAMS_PER_BATCH - 1], pending_tags[MAX_PARAMS_PER_BATCH - 1 :]
-        room = MAX_BATCH - len(batch_params) - len(batch_tags) - 1
-        batch_metrics, metrics = metrics[:room], metrics[room:]
-        batches.append((batch_params, batch_tags, batch_metrics))
-    for i, (batch_params, batch_tags, batch_metrics) in enumerate(batches):
-        last = [RunTag(ROWS_TAG, str(rows_done))] if i == len(batches) - 1 else []
-        client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags + last, synchronous=True)
+        last = not (pending_params or pending_tags or chunks)
+        count = [RunTag(ROWS_TAG, str(rows_done))] if last else []
+        client.log_batch(run_id, params=batch_params, tags=batch_tags + count, synchronous=True)
+        if last:
+            return
+    held = rows_done - len(rows)
+    for metrics, through in chunks:
+        writer.write(run_id, metrics, RunTag(ROWS_TAG, str(through)))
+        if on_written is not None and through > held:
+            on_written(through - held)
+        held = through
+
+
+def _chunks(
+    rows: Sequence[Mapping[str, Any]], first: int, size: int, metric: str | None
+) -> Iterator[tuple[list[Any], int]]:
+    """The rows' metrics in chunks of at most ``size``, each with the count of rows the run holds once it
+    is written (``first``: before the first): whole rows to a chunk, but a row of more metrics than a
+    chunk holds is split over several (the count rises with the last)."""
+    chunk: list[Any] = []
+    through = first
+    for index, row in enumerate(rows, start=first + 1):
+        metrics = row_metrics(row, metric)
+        if chunk and len(chunk) + len(metrics) > size:
+            yield chunk, through
+            chunk = []
+        while len(metrics) > size:
+            yield metrics[:size], through
+            metrics = metrics[size:]
+        chunk += metrics
+        through = index
+    if chunk or through > first:
+        yield chunk, through
+
+
+#: Metric values a SQLite store takes in one transaction. MLflow's ``log_batch`` takes 1,000 a call and
+#: builds an ORM object per value (about 90 µs each here: 52 s for a trial of 30,000 rows of 20 metrics);
+#: one bulk insert of this many takes a fraction of a second, short enough for a writer beside it to wait.
+SQLITE_CHUNK = 25_000
+
+#: A metric point as MLflow's ``metrics`` table holds it; one already there (its primary key: every column)
+#: is left as it is, as MLflow's ``log_batch`` does.
+_POINT_COLUMNS = ("run_uuid", "key", "value", "timestamp", "step", "is_nan")
+_INSERT_POINTS = f"INSERT OR IGNORE INTO metrics ({', '.join(_POINT_COLUMNS)}) VALUES ({', '.join('?' * len(_POINT_COLUMNS))})"
+
+
+class _BatchWriter:
+    """Metrics through MLflow's ``log_batch``, 1,000 values a call (the row count tag among them): any store."""
+
+    chunk_size = MAX_BATCH - 1
+
+    def __init__(self, client: MlflowClient) -> None:
+        self.client = client
+
+    def write(self, run_id: str, metrics: list[Any], count: Any) -> None:
+        self.client.log_batch(run_id, metrics=metrics, tags=[count], synchronous=True)
+
+
+class _SqliteWriter(_BatchWriter):
+    """Metrics into a SQLite store's tables in one transaction per chunk, as MLflow's ``log_batch`` writes
+    them (each metric checked as it checks one; a point once, as its primary key keeps it; each key's latest
+    value), then the row count tag through MLflow. MLflow has no bulk write: the store's internals it takes
+    are in :mod:`rlsweep._compat`, and :func:`metric_writer` falls back to ``log_batch`` without them."""
+
+    chunk_size = SQLITE_CHUNK
+    checked_keys: set[str] = set()  # metric names MLflow's check accepted (a name's check holds for good)
+
+    def __init__(self, client: MlflowClient, sql_store: Any) -> None:
+        super().__init__(client)
+        self.store = sql_store
+
+    def write(self, run_id: str, metrics: list[Any], count: Any) -> None:
+        if any(m.timestamp < 0 or not math.isfinite(m.value) for m in metrics):
+            # What MLflow sanitizes or refuses, it does so itself.
+            return super().write(run_id, metrics, count)
+        for m in metrics:
+            if m.key not in self.checked_keys:
+                _compat.validate_mlflow_metric(m)
+                self.checked_keys.add(m.key)
+        self._insert(run_id, metrics)
+        self.client.log_batch(run_id, tags=[count], synchronous=True)
+
+    def _insert(self, run_id: str, metrics: list[Any]) -> None:
+        from mlflow.store.tracking.dbmodels.models import SqlLatestMetric
+
+        if not metrics:
+            return
+        order = lambda m: (m.step, m.timestamp, m.value)  # noqa: E731 - MLflow's order of a key's latest value
+        latest: dict[str, Any] = {}
+        for m in metrics:
+            if m.key not in latest or order(m) > order(latest[m.key]):
+                latest[m.key] = m
+        points = [(run_id, m.key, float(m.value), int(m.timestamp), int(m.step), False) for m in metrics]
+        with self.store.ManagedSessionMaker(read_only=False) as session:
+            _compat.check_mlflow_run_active(self.store, run_id, session)
+            # The driver's own executemany: SQLAlchemy's insert costs half as much again per value.
+            session.connection().exec_driver_sql(_INSERT_POINTS, points)
+            keys = sorted(latest)
+            held = {}
+            for start in range(0, len(keys), 500):
+                found = session.query(SqlLatestMetric).filter(
+                    SqlLatestMetric.run_uuid == run_id, SqlLatestMetric.key.in_(keys[start : start + 500])
+                )
+                held.update({row.key: row for row in found})
+            for key, m in latest.items():
+                row = held.get(key)
+                if row is None:
+                    session.add(SqlLatestMetric(run_uuid=run_id, key=key, value=float(m.value), timestamp=int(m.timestamp),
+                                                step=int(m.step), is_nan=False))
+                elif order(m) > (row.step, row.timestamp, row.value):
+                    row.value, row.timestamp, row.step, row.is_nan = float(m.value), int(m.timestamp), int(m.step), False
+
+
+def metric_writer(client: MlflowClient) -> _BatchWriter:
+    """How rows' metrics reach ``client``'s store: a SQLite store (rlsweep's default) in large transactions
+    of its own; every other store (an MLflow server, PostgreSQL, ...) through ``log_batch``."""
+    sql_store = _compat.mlflow_sqlite_store(client)
+    if sql_store is None:
+        return _BatchWriter(client)
+    from mlflow.store.tracking.dbmodels.models import SqlMetric
+
+    table = SqlMetric.__table__
+    as_here = table.name == "metrics" and {c.name for c in table.primary_key} == set(table.c.keys()) == set(_POINT_COLUMNS)
+    return _SqliteWriter(client, sql_store) if as_here else _BatchWriter(client)
 
 
 def server_problem(tracking_uri: str, timeout_s: float = 5.0) -> str | None:
     """Why an MLflow server at an http(s) ``tracking_uri`` cannot be written to now (nothing answers its
     ``/health``), or None; other stores are local. MLflow's own client would retry a dead address for
     minutes before saying so."""
-    if not tracking_uri.startswith(("http://", "https://")):
+    if not is_http(tracking_uri):
         return None
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{tracking_uri.rstrip('/')}/health", timeout=timeout_s):
-            return None
-    except urllib.error.HTTPError:
-        return None  # something answers: a server behind a proxy may not serve /health
-    except (OSError, ValueError) as exc:
-        return f"nothing answers at {tracking_uri} ({getattr(exc, 'reason', exc)})"
+    state, problem = server_state(tracking_uri, timeout_s)
+    return None if state == UP else f"nothing answers at {tracking_uri} ({problem})"
 
 
 def client_for(tracking_uri: str) -> MlflowClient:
@@ -190,12 +306,21 @@ def client_for(tracking_uri: str) -> MlflowClient:
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
+    """The experiment ``name``, made (or restored from MLflow's trash) if need be. Exports of other sweeps
+    into the same new experiment may make it between this one's look and its create."""
+    from mlflow.exceptions import MlflowException
+
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
             client.restore_experiment(experiment.experiment_id)
         return str(experiment.experiment_id)
-    return str(client.create_experiment(name))
+    try:
+        return str(client.create_experiment(name))
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS" or (made := client.get_experiment_by_name(name)) is None:
+            raise
+        return str(made.experiment_id)
 
 
 def _search_all(client: MlflowClient, experiment: str, query: str) -> list[Any]:
@@ -452,30 +577,47 @@ def trace_target(spec: Any) -> Any:
 def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
     """Log ``sweep`` to MLflow; calling it again adds only what is new. Returns the parent run id.
 
+    A sweep no driver is running (finished, interrupted, killed, or a copy) leaves no run RUNNING: a trial
+    that did not finish is KILLED, and so is the parent of a sweep that did not. An MLflow server that stops
+    answering part-way is waited for (:class:`PatientClient`); an export that takes more
+    than a few seconds says on stderr where it is; a SIGTERM stops it as a failure does.
+
     Raises:
-        ExportError: MLflow failed part-way (a server down, a full disk); what was written stays, and
-            running the export again completes it.
+        ExportError: MLflow failed part-way (a server gone for good, a full disk, SIGTERM); what was written
+            stays, the runs it was ending are marked FAILED, and running the export again completes it.
     """
     settings = sweep.spec.mlflow or MlflowSpec()
     uri = tracking_uri or settings.tracking_uri or DEFAULT_TRACKING_URI
-    if (problem := server_problem(uri)) is not None:
-        raise ExportError(f"MLflow export to {uri} did not start: {problem}. Nothing in {sweep.path} is lost; run "
-                          f"`rlsweep export {sweep.path}` once the server is up")
-    progress = {"trials": 0}
+    # A server that takes the connection but answers late (paused, overloaded) is waited for as one that
+    # stops answering part-way; where nothing takes it, the address is wrong or the server not started.
+    state, problem = server_state(uri) if is_http(uri) else (UP, "")
+    if state == DOWN:
+        raise ExportError(f"MLflow export to {uri} did not start: nothing answers at {uri} ({problem}). Nothing in "
+                          f"{sweep.path} is lost; run `rlsweep export {sweep.path}` once the server is up")
+    progress = Progress(len(sweep.trials), sum(len(t.raw_rows or t.rows) for t in sweep.trials), uri)
     try:
         # One writer at a time per sweep (another export, the live logger): each finds what the other wrote.
-        with store.mlflow_lock(sweep.path):
+        with sigterm_raises(), client_settings(uri), progress, store.mlflow_lock(sweep.path):
             return _export(sweep, uri, experiment or settings.experiment, progress)
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and SQLAlchemy's errors alike
         raise ExportError(
-            f"MLflow export to {uri} stopped after {progress['trials']} of {len(sweep.trials)} trials: "
+            f"MLflow export to {uri} stopped after {progress.finished} of {len(sweep.trials)} trials: "
             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Nothing in {sweep.path} is lost; "
             f"run `rlsweep export {sweep.path}` again to complete it"
         ) from exc
 
 
-def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str, int]) -> str:
-    client = client_for(uri)
+#: A trial's MLflow status once it has ended, or once no driver runs its sweep any more (a trial that was
+#: running or waiting to start was stopped with it).
+_ENDED = {store.TERMINATED: "FINISHED", store.ERROR: "FAILED", store.PAUSED: "KILLED"}
+_STOPPED = {**_ENDED, store.RUNNING: "KILLED", store.PENDING: "KILLED"}
+#: Trials not exported: gone, unreadable, or a folder Tune's experiment state does not list.
+_UNREAD = (store.MISSING, store.UNREADABLE, store.UNLISTED)
+
+
+def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress) -> str:
+    inner = client_for(uri)
+    client: Any = PatientClient(inner, uri, progress, (SWEEP_TAG, KIND_TAG, TRIAL_TAG)) if is_http(uri) else inner
     experiment_ = experiment_id(client, experiment_name)
     spec = sweep.spec
     sweep_id, note = sweep_key(client, experiment_, sweep.sweep_id, sweep.path, sweep.info.get("path"))
@@ -484,54 +626,77 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: dict[str
     copy_of = sweep.sweep_id if sweep_id != sweep.sweep_id else None
     parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path, sweep.searcher, sweep.scheduler, copy_of)
     children = child_runs(client, experiment_, sweep_id)
-    # Runs this export left RUNNING that should not be: where it fails part-way they are marked FAILED, so
-    # no run stays RUNNING for a trial (or a sweep) that has ended; the next export sets what is right.
+    # Whether a driver runs the sweep now: only then may a run of it stay RUNNING.
+    statuses = _ENDED if store.driver_running(sweep.path) else _STOPPED
+    ended_trials = all(t.state in (store.TERMINATED, store.ERROR, *_UNREAD) for t in sweep.trials)
+    parent_status = "FINISHED" if ended_trials else None if statuses is _ENDED else "KILLED"
+    # Runs this export is ending: where it fails part-way they are marked FAILED, so no run stays RUNNING
+    # for a trial (or a sweep) that has ended; the next export sets what is right.
     ended: list[str] = []
+    if parent_status is not None and client.get_run(parent_id).info.status != parent_status:
+        ended.append(parent_id)
     try:
-        all_finished = True
-        for trial in sweep.trials:
-            if trial.state in (store.MISSING, store.UNREADABLE):
-                continue  # nothing of it can be read (named in a warning); an export once it is repaired logs it
-            run = children.get(trial.trial_id)
-            status = _STATUS.get(trial.state)
-            if run is None:
-                run_id = create_child(
-                    client, experiment_, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial)
-                )
-                done, current = 0, None
-            else:
-                run_id, current = run.info.run_id, run.info.status
-                done = int(run.data.tags.get(ROWS_TAG, 0))
-            if status is not None and current != status:
-                ended.append(run_id)
-            params, tags = missing_entities(run, trial.settings, trial.config)
-            # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
+        for index, trial in enumerate(sweep.trials, start=1):
+            progress.trial = index
+            run = children.pop(trial.trial_id, None)
+            if trial.state in _UNREAD:
+                # Nothing of it can be read, or it is no trial of the sweep (named in a warning); an export once
+                # it is repaired logs it.
+                if run is not None and run.info.status == "RUNNING" and statuses is _STOPPED:
+                    client.set_terminated(run.info.run_id, status="KILLED")
+                progress.finished += 1
+                continue
             raw = trial.raw_rows or trial.rows
-            if params or tags or len(raw) > done:
-                log_rows(client, run_id, raw[done:], len(raw), params, tags, metric=spec.metric.name)
-            if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
-                client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
-            if status is not None and current != status:
-                end = int(float(trial.rows[-1].get(store.TIMESTAMP_KEY, 0)) * 1000) if trial.rows else None
-                client.set_terminated(run_id, status=status, end_time=end or None)
-                ended.remove(run_id)
-            if status is None:
-                all_finished = False
-            progress["trials"] += 1
-        if all_finished:
-            ended.append(parent_id)
+            if run is None and not raw and trial.state == store.PENDING:
+                progress.finished += 1
+                continue  # it never started: nothing to show, and no run that would claim it runs
+            _export_trial(client, experiment_, sweep_id, parent_id, trial, run, statuses.get(trial.state), ended,
+                          spec.metric.name, progress)
+            progress.finished += 1
+        for run in children.values():  # runs of trials no longer on disk
+            if run.info.status == "RUNNING" and statuses is _STOPPED:
+                client.set_terminated(run.info.run_id, status="KILLED")
         if sweep.has_results():
             _log_best(client, parent_id, sweep)
         confirmation = sweep.confirmation()
         if confirmation is not None:
             _log_confirmation(client, experiment_, parent_id, sweep_id, sweep, confirmation, ended)
-        if all_finished:
-            client.set_terminated(parent_id, status="FINISHED")
+        if parent_id in ended:
+            client.set_terminated(parent_id, status=parent_status)
             ended.remove(parent_id)
     except Exception:
-        _mark_failed(client, ended)
+        _mark_failed(inner, ended)
         raise
     return parent_id
+
+
+def _export_trial(
+    client: Any, experiment: str, sweep_id: str, parent_id: str, trial: Any, run: Any, status: str | None,
+    ended: list[str], metric: str, progress: Progress,
+) -> None:
+    """One trial's child run: made if new, its params, setting tags and the rows it does not hold yet, its
+    error, and ``status`` (None: it stays as it is, RUNNING while the sweep's driver runs it)."""
+    if run is None:
+        run_id = create_child(client, experiment, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial))
+        done, current = 0, None
+    else:
+        run_id, current = run.info.run_id, run.info.status
+        done = int(run.data.tags.get(ROWS_TAG, 0))
+    if status is not None and current != status:
+        ended.append(run_id)
+    params, tags = missing_entities(run, trial.settings, trial.config)
+    # Counted in Tune's append-only result file: a row is exported once, even after a resume redid it.
+    raw = trial.raw_rows or trial.rows
+    progress.rows += min(done, len(raw))
+    if params or tags or len(raw) > done:
+        log_rows(client, run_id, raw[done:], len(raw), params, tags, metric=metric,
+                 on_written=lambda rows: setattr(progress, "rows", progress.rows + rows))
+    if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
+        client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
+    if status is not None and current != status:
+        end = int(float(trial.rows[-1].get(store.TIMESTAMP_KEY, 0)) * 1000) if trial.rows else None
+        client.set_terminated(run_id, status=status, end_time=end or None)
+        ended.remove(run_id)
 
 
 def _mark_failed(client: MlflowClient, run_ids: Iterable[str]) -> None:
@@ -539,3 +704,273 @@ def _mark_failed(client: MlflowClient, run_ids: Iterable[str]) -> None:
     for run_id in run_ids:
         with contextlib.suppress(Exception):
             client.set_terminated(run_id, status="FAILED")
+
+
+# --- the export's session with MLflow ---------------------------------------------------------------
+#
+# What an export's session with MLflow adds around its writes: it rides out a server that stops answering
+# for a while, says on stderr what it is doing when it takes more than a few seconds, and turns a SIGTERM
+# into a failure the export cleans up after.
+#
+# A server that is restarting refuses connections; one that is paused, swapping or starved of CPU accepts
+# them and answers late. MLflow's own client retries a failed request 7 times over about 4 minutes without a
+# word, and retries every request alike: a ``create_run`` whose answer was lost makes a second run, a
+# ``create_experiment`` fails with ``RESOURCE_ALREADY_EXISTS``. Here MLflow's retries are off for the
+# export (unless the user set ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``), and :class:`PatientClient` retries what
+# may pass: it waits for the server's ``/health`` with backoff for up to :data:`SERVER_WAIT_S` seconds, says
+# so, and before it sends a create again it looks for what the lost one may have made.
+
+
+#: How long an export waits for an MLflow server that stops answering part-way (restarting, paused,
+#: overloaded) before it stops; what it wrote stays, and running it again completes it.
+SERVER_WAIT_S = 300.0
+
+#: An export says nothing for this long; then a line this often (trial, rows, and what it waits for).
+QUIET_S = 5.0
+EVERY_S = 5.0
+
+#: HTTP statuses that say "later" (a proxy, a server restarting or overloaded).
+_TRANSIENT_STATUSES = frozenset({408, 429, 502, 503, 504})
+#: An internal error (500) may be a server's bug rather than its load: retried a few times only.
+_INTERNAL_ERROR_ATTEMPTS = 4
+
+UP, SLOW, DOWN = "up", "slow", "down"
+
+
+def is_http(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def server_state(uri: str, timeout_s: float = 5.0) -> tuple[str, str]:
+    """Whether the MLflow server at an http(s) ``uri`` answers its ``/health`` now: :data:`UP`,
+    :data:`SLOW` (it takes the connection but does not answer within ``timeout_s``: paused, overloaded)
+    or :data:`DOWN` (nothing takes it: not started, restarting, a wrong address), with why."""
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s):
+            return UP, ""
+    except urllib.error.HTTPError:
+        return UP, ""  # something answers: a server behind a proxy may not serve /health
+    except (TimeoutError, urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+            return SLOW, f"no answer within {timeout_s:.0f} s"
+        return DOWN, _short(reason)
+
+
+def _short(reason: Any) -> str:
+    text = str(getattr(reason, "strerror", None) or reason)
+    for known in ("Connection refused", "Connection reset by peer", "Remote end closed connection",
+                  "Read timed out", "Name or service not known", "No route to host"):
+        if known.lower() in text.lower():
+            return known.lower()
+    return text.splitlines()[0][:200] if text else type(reason).__name__
+
+
+def transient(exc: BaseException) -> tuple[str, bool] | None:
+    """Why ``exc`` may pass if the call is sent again (the server unreachable, slow, restarting,
+    overloaded), and whether it is a server's internal error (retried a few times only); None for a
+    failure that will not pass (a refused value, a missing run)."""
+    import requests
+    from mlflow.exceptions import MlflowException, RestException
+
+    if isinstance(exc, requests.exceptions.HTTPError):  # artifact uploads raise these
+        status = exc.response.status_code if exc.response is not None else None
+        if status in _TRANSIENT_STATUSES:
+            return f"HTTP {status}", False
+        return (f"HTTP {status}", True) if status == 500 else None
+    if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
+        return _short(exc), False
+    if isinstance(exc, RestException):
+        status = exc.get_http_status_code()
+        if status in _TRANSIENT_STATUSES:
+            return f"HTTP {status}", False
+        return (f"HTTP {status} ({exc.error_code})", True) if status == 500 else None
+    # MLflow 3.17 wraps a request that got no usable answer (refused, timed out, too many 5xx) in a plain
+    # MlflowException whose message starts so.
+    if isinstance(exc, MlflowException) and str(exc.message).startswith("API request to "):
+        return _short(exc.message.split(" failed with ", 1)[-1]), "error responses" in exc.message
+    return None
+
+
+class ServerGone(Exception):
+    """The MLflow server did not answer for :data:`SERVER_WAIT_S` seconds."""
+
+
+class ExportTerminated(Exception):
+    """The export's process was sent SIGTERM: raised in the export so it marks what it was ending FAILED."""
+
+
+class Progress:
+    """What a long export says on stderr: nothing for :data:`QUIET_S` seconds, then a line every
+    :data:`EVERY_S` seconds, from a thread of its own (a call that blocks on a server still gets its line):
+    ``exporting to MLflow: trial 3 of 10, 12,000 of 30,002 rows`` and, while it waits, for what."""
+
+    def __init__(self, trials: int, rows: int, target: str = "MLflow", *, stream: Any = None,
+                 quiet_s: float | None = None, every_s: float | None = None) -> None:
+        self.trials, self.total_rows, self.target = trials, rows, target
+        self.trial, self.rows = 0, 0
+        self.finished = 0  # trials done
+        self.stream = stream
+        self.quiet_s = QUIET_S if quiet_s is None else quiet_s
+        self.every_s = EVERY_S if every_s is None else every_s
+        self.started = time.monotonic()
+        self.in_flight: tuple[str, float] | None = None  # (the call, since when) while one is out to a server
+        self.waiting_for: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def say(self, line: str) -> None:
+        stream = self.stream if self.stream is not None else sys.stderr
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print(line, file=stream, flush=True)
+
+    def line(self) -> str:
+        if self.trial == 0:
+            text = f"exporting to MLflow: opening {self.target}"
+        else:
+            text = f"exporting to MLflow: trial {self.trial} of {self.trials}, {self.rows:,} of {self.total_rows:,} rows"
+        if self.waiting_for is not None:
+            return f"{text}; {self.waiting_for}"
+        if self.in_flight is not None and (late := time.monotonic() - self.in_flight[1]) >= self.every_s:
+            return f"{text}; waiting {late:.0f} s for the MLflow server to answer ({self.in_flight[0]})"
+        return text
+
+    def __enter__(self) -> Progress:
+        self._thread = threading.Thread(target=self._tick, name="rlsweep-export-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _tick(self) -> None:
+        if self._stop.wait(self.quiet_s):
+            return
+        while True:
+            self.say(self.line())
+            if self._stop.wait(self.every_s):
+                return
+
+
+class PatientClient:
+    """An ``MlflowClient`` of an MLflow server whose calls ride out the server not answering for up to
+    ``wait_s`` seconds at a time. A create whose answer was lost is looked for before it is sent again: a
+    run by its tags named in ``identity_tags``, an experiment by its name. Everything else an export sends
+    is safe to send twice (MLflow drops a repeated metric point; a param logged again with its value, a tag
+    set again, a status set again change nothing)."""
+
+    def __init__(self, client: Any, uri: str, progress: Progress, identity_tags: tuple[str, ...], *,
+                 wait_s: float = SERVER_WAIT_S) -> None:
+        self.inner, self.uri, self.progress, self.identity_tags, self.wait_s = client, uri, progress, identity_tags, wait_s
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+        return lambda *args, **kwargs: self.call(name, attr, *args, **kwargs)
+
+    def call(self, name: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        outage: float | None = None
+        internal_errors = 0
+        again = False
+        while True:
+            started = time.monotonic()
+            self.progress.in_flight = (name, started)
+            try:
+                if again and (found := self._made_already(name, args, kwargs)) is not None:
+                    return found
+                return function(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - sorted by transient() below
+                why = transient(exc)
+                if why is None:
+                    raise
+                reason, internal = why
+                internal_errors += internal
+                if internal and internal_errors >= _INTERNAL_ERROR_ATTEMPTS:
+                    raise
+                outage = outage if outage is not None else started
+                self._wait(reason, outage)
+                again = True
+            finally:
+                self.progress.in_flight = None
+
+    def _made_already(self, name: str, args: tuple, kwargs: dict) -> Any:
+        """What a create sent before, whose answer was lost, made (None: nothing, send it again)."""
+        if name == "create_experiment":
+            found = self.inner.get_experiment_by_name(kwargs.get("name", args[0] if args else None))
+            return found.experiment_id if found is not None else None
+        if name == "create_run":
+            tags = kwargs.get("tags") or {}
+            identity = {k: v for k, v in tags.items() if k in self.identity_tags}
+            experiment = kwargs.get("experiment_id", args[0] if args else None)
+            if not identity or experiment is None:
+                return None
+            query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in sorted(identity.items()))
+            runs = self.inner.search_runs([experiment], filter_string=query, max_results=2)
+            return runs[0] if runs else None
+        return None
+
+    def _wait(self, reason: str, since: float) -> None:
+        """Wait until the server answers ``/health`` again (backoff from 0.5 s to 10 s, saying so), or
+        raise :class:`ServerGone` once it has not answered for ``wait_s`` seconds since ``since``."""
+        delay = 0.5
+        self.progress.say(f"the MLflow server at {self.uri} does not answer ({reason}): waiting up to "
+                          f"{self.wait_s:.0f} s for it, then going on")
+        while True:
+            waited = time.monotonic() - since
+            left = self.wait_s - waited
+            if left <= 0:
+                raise ServerGone(f"the MLflow server at {self.uri} did not answer for {waited:.0f} s ({reason})")
+            self.progress.waiting_for = f"waiting for the MLflow server at {self.uri} ({reason}), {waited:.0f} s of {self.wait_s:.0f} s"
+            try:
+                time.sleep(min(delay, left))
+                state, detail = server_state(self.uri, timeout_s=max(0.5, min(5.0, left)))
+            finally:
+                self.progress.waiting_for = None
+            if state == UP:
+                self.progress.say(f"the MLflow server at {self.uri} answers again after {time.monotonic() - since:.0f} s: going on")
+                return
+            reason = detail or reason
+            delay = min(delay * 2, 10.0)
+
+
+@contextlib.contextmanager
+def client_settings(uri: str) -> Iterator[None]:
+    """MLflow's client as an export wants it, for the export's length: no "View run" lines of its own on
+    stdout (the CLI prints one line for the whole sweep), and for a server, none of MLflow's silent
+    retries (:class:`PatientClient` retries, saying so). A variable the user set is left as they set it."""
+    wanted = {"MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+    if is_http(uri):
+        wanted["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    changed = {k: v for k, v in wanted.items() if k not in os.environ}
+    os.environ.update(changed)
+    try:
+        yield
+    finally:
+        for key in changed:
+            os.environ.pop(key, None)
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """A SIGTERM to the process raises :class:`ExportTerminated` in the export (once: a second one while it
+    cleans up is ignored), so the runs it was ending are marked FAILED rather than left RUNNING. Only the
+    main thread can take signals; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = False
+
+    def terminated(signum: int, frame: Any) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise ExportTerminated("the export was stopped by SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

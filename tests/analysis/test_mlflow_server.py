@@ -224,3 +224,111 @@ def test_mlflow_compares_the_trials_by_the_searched_params_and_the_metric(sweep,
         print(f"screenshot: {shot}")
     finally:
         browser.quit()
+
+
+# --- a server that stops answering part-way: paused, or killed and started again ----------------------------
+
+
+def _export_beside(tmp_path: Path, url: str, trials: int = 2, rows: int = 1000):
+    """``rlsweep export`` of a hand-written sweep (rows of 20 metrics, 20 ``log_batch`` calls a trial) to
+    ``url`` in a process of its own, its stderr lines read as they come; returns (process, lines, root)."""
+    import queue
+    import threading
+
+    from tests.analysis.test_mlflow import _large
+
+    root = _large(tmp_path / "exp", trials=trials, rows=rows)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rlsweep.cli", "export", str(root), "--tracking-uri", url, "--experiment", "patient"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    return process, lines, root
+
+
+def _when_logging(url: str, process: subprocess.Popen, rows: int) -> None:
+    """Return once the export has logged some rows of its first trial, not all (polling the server)."""
+    client = MlflowClient(tracking_uri=url)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        experiment = client.get_experiment_by_name("patient")
+        if experiment is not None:
+            counts = [int(r.data.tags.get("rlsweep.rows_exported", 0))
+                      for r in client.search_runs([experiment.experiment_id], "tags.`rlsweep.kind` = 'trial'")]
+            if any(0 < n < rows for n in counts):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"the export did not start logging rows (exit {process.poll()})")
+
+
+def _said(lines, text: str, timeout_s: float = 90) -> list[str]:
+    """The export's stderr lines up to the first that holds ``text`` (fails if none does in time)."""
+    import queue
+
+    seen, deadline = [], time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=1))
+        except queue.Empty:
+            continue
+        if text in seen[-1]:
+            return seen
+    raise AssertionError(f"the export never said {text!r}: {seen}")
+
+
+def _complete_once(url: str, trials: int, rows: int) -> None:
+    client = MlflowClient(tracking_uri=url)
+    experiment = client.get_experiment_by_name("patient").experiment_id
+    runs = client.search_runs([experiment], max_results=100)
+    assert sorted(r.data.tags["rlsweep.kind"] for r in runs) == ["sweep"] + ["trial"] * trials
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    for run in (r for r in runs if r.data.tags["rlsweep.kind"] == "trial"):
+        assert run.data.tags["rlsweep.rows_exported"] == str(rows)
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "return_mean")]
+        assert sorted(steps) == [1000 * (i + 1) for i in range(rows)]  # every row once
+
+
+def test_an_export_rides_out_a_paused_server(tmp_path):
+    from rlsweep.analysis._ui import start_server, stop_server
+
+    process, url = start_server(f"sqlite:///{tmp_path / 'server.db'}")
+    try:
+        export, lines, _ = _export_beside(tmp_path, url)
+        _when_logging(url, export, 1000)
+        os.killpg(process.pid, signal.SIGSTOP)
+        try:
+            # A request is out to the stopped server: the export says it waits for an answer.
+            _said(lines, "for the MLflow server to answer")
+        finally:
+            os.killpg(process.pid, signal.SIGCONT)
+        assert export.wait(timeout=300) == 0, export.stdout.read()
+        _complete_once(url, 2, 1000)
+    finally:
+        os.killpg(process.pid, signal.SIGCONT)
+        stop_server(process)
+
+
+def test_an_export_rides_out_a_server_killed_and_started_again(tmp_path):
+    from rlsweep.analysis._ui import start_server, stop_server
+
+    backend = f"sqlite:///{tmp_path / 'server.db'}"
+    process, url = start_server(backend)
+    try:
+        export, lines, _ = _export_beside(tmp_path, url)
+        _when_logging(url, export, 1000)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        said = _said(lines, "does not answer (")
+        assert "waiting up to 300 s for it" in said[-1], said
+        process, _ = start_server(backend, int(url.rsplit(":", 1)[1]))
+        said += _said(lines, "answers again")
+        assert export.wait(timeout=300) == 0, said
+        assert "Traceback" not in "".join(said)
+        # One line of rlsweep's own (not MLflow's "View run ... / View experiment ..." for each run it ended).
+        out = export.stdout.read().splitlines()
+        assert len(out) == 1 and out[0].startswith("exported 2 trials: parent run ") and "`rlsweep ui " in out[0], out
+        _complete_once(url, 2, 1000)
+    finally:
+        stop_server(process)

@@ -1,0 +1,281 @@
+"""The MLflow export into a SQLite store: rows in bulk chunks that hold what MLflow's ``log_batch`` would, a
+cut-off export going on from its last chunk, the progress line of a long export, no run left RUNNING by a
+sweep no driver runs, and a SIGTERM'd export marking its runs as a failed one does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from rlsweep import cli, store
+from rlsweep.analysis import _mlflow, load
+from rlsweep.errors import ExportError
+from tests.conftest import REPO, TINY_SPEC
+from tests.experiments import new_experiment, write_trial
+
+
+def _row(trial_id: str, step: int, value: float, stamp: float) -> dict:
+    return {"trial_id": trial_id, "env_steps": step, "return_mean": value, "learn_time_s": value / 10,
+            "hp/training.lr": 0.01, "timestamp": stamp}
+
+
+def _resumed_trial(root: Path, trial_id: str, rows: list[dict]) -> None:
+    folder = root / f"train_{trial_id}_00000_0_x"
+    folder.mkdir()
+    (folder / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.01}))
+    (folder / store.RESULT_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _sweep(root: Path) -> Path:
+    new_experiment(root, path=str(root.resolve()))
+    # Rows redone after a resume (3000 and 2000 again, other values): the latest value of a key is MLflow's
+    # (step, timestamp, value) maximum, here the third row's, not the last row's.
+    _resumed_trial(root, "aaa", [_row("aaa", 1000, 5.0, 1), _row("aaa", 2000, 9.0, 2), _row("aaa", 4000, 1.0, 3),
+                                 _row("aaa", 3000, 4.0, 4), _row("aaa", 2000, 7.0, 5), _row("aaa", 3000, 3.0, 6)])
+    write_trial(root, "bbb", [float(v) for v in range(12)], config={"training.lr": 0.001}, done=True)
+    return root
+
+
+def _runs(uri: str, experiment: str = "e") -> dict[str, object]:
+    client = MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    return {r.data.tags.get("rlsweep.trial_id", "parent"): r for r in client.search_runs([found.experiment_id], max_results=100)}
+
+
+def _held(uri: str) -> dict[str, tuple]:
+    """Per trial: every metric point, the latest value of each key, the params and the row count."""
+    client = MlflowClient(tracking_uri=uri)
+    held = {}
+    for trial, run in _runs(uri).items():
+        if trial == "parent":
+            continue
+        points = sorted((k, m.step, m.timestamp, m.value) for k in run.data.metrics
+                        for m in client.get_metric_history(run.info.run_id, k))
+        held[trial] = (points, dict(run.data.metrics), dict(run.data.params), run.data.tags[_mlflow.ROWS_TAG])
+    return held
+
+
+def test_a_sqlite_store_takes_rows_in_bulk_chunks_holding_what_log_batch_would(tmp_path, monkeypatch):
+    root = _sweep(tmp_path / "exp")
+    bulk, batched = f"sqlite:///{tmp_path / 'bulk.db'}", f"sqlite:///{tmp_path / 'batched.db'}"
+    # Chunks of two rows of 4 metrics (env_steps, return_mean, learn_time_s, hp/training.lr): the latest values
+    # are chosen within a chunk and against the store's.
+    monkeypatch.setattr(_mlflow._SqliteWriter, "chunk_size", 9)
+    writers = []
+    real = _mlflow.metric_writer
+    monkeypatch.setattr(_mlflow, "metric_writer", lambda client: writers.append(real(client)) or writers[-1])
+    load(root).to_mlflow(tracking_uri=bulk, experiment="e")
+    assert writers and all(type(w) is _mlflow._SqliteWriter for w in writers)
+    monkeypatch.setattr(_mlflow, "metric_writer", _mlflow._BatchWriter)
+    load(root).to_mlflow(tracking_uri=batched, experiment="e")
+    first = _held(bulk)
+    assert first == _held(batched)
+    assert first["aaa"][1]["return_mean"] == 1.0 and first["aaa"][3] == "6"
+    assert len([p for p in first["aaa"][0] if p[0] == "return_mean"]) == 6
+
+    # New rows, and the export again: only they are added, on both paths alike, each point once.
+    with (root / "train_aaa_00000_0_x" / store.RESULT_FILE).open("a") as out:
+        out.write(json.dumps(_row("aaa", 5000, 8.0, 7)) + "\n")
+    monkeypatch.setattr(_mlflow, "metric_writer", real)
+    load(root).to_mlflow(tracking_uri=bulk, experiment="e")
+    load(root).to_mlflow(tracking_uri=bulk, experiment="e")
+    monkeypatch.setattr(_mlflow, "metric_writer", _mlflow._BatchWriter)
+    load(root).to_mlflow(tracking_uri=batched, experiment="e")
+    again = _held(bulk)
+    assert again == _held(batched)
+    assert again["aaa"][1]["return_mean"] == 8.0 and again["aaa"][3] == "7"
+    assert len(again["aaa"][0]) == len(set(again["aaa"][0])) == 7 * 4
+
+
+def test_an_export_cut_off_between_chunks_goes_on_from_its_last_chunk(tmp_path, monkeypatch):
+    root = _sweep(tmp_path / "exp")
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    monkeypatch.setattr(_mlflow._SqliteWriter, "chunk_size", 8)  # two rows of 4 metrics a chunk
+    inserted = []
+    real = _mlflow._SqliteWriter._insert
+
+    def insert(self, run_id, metrics):
+        if len(inserted) == 2:
+            raise OSError(28, "No space left on device")
+        inserted.append(len(metrics))
+        real(self, run_id, metrics)
+
+    monkeypatch.setattr(_mlflow._SqliteWriter, "_insert", insert)
+    with pytest.raises(ExportError, match="stopped after 0 of 2 trials"):
+        load(root).to_mlflow(tracking_uri=uri, experiment="e")
+    run = _runs(uri)["aaa"]
+    assert run.data.tags[_mlflow.ROWS_TAG] == "4" and run.info.status == "FAILED"
+    monkeypatch.setattr(_mlflow._SqliteWriter, "_insert", real)
+    sent = []
+    monkeypatch.setattr(_mlflow, "row_metrics", lambda row, metric=None: sent.append(row) or real_row_metrics(row, metric))
+    load(root).to_mlflow(tracking_uri=uri, experiment="e")
+    assert [r["timestamp"] for r in sent[:2]] == [5, 6]  # aaa went on from its fifth row
+    held = _held(uri)
+    assert held["aaa"][3] == "6" and len(held["aaa"][0]) == len(set(held["aaa"][0])) == 6 * 4
+
+
+real_row_metrics = _mlflow.row_metrics
+
+
+def test_a_long_export_says_where_it_is(tmp_path, monkeypatch, capsys):
+    root = _sweep(tmp_path / "exp")
+    monkeypatch.setattr(_mlflow._SqliteWriter, "chunk_size", 8)
+    monkeypatch.setattr(_mlflow, "QUIET_S", 0.0)
+    monkeypatch.setattr(_mlflow, "EVERY_S", 0.02)
+    said, heard = [], threading.Event()
+    real_say, real_write = _mlflow.Progress.say, _mlflow._SqliteWriter.write
+
+    def say(self, line):
+        said.append(line)
+        if "trial 1 of 2, 2 of 18 rows" in line:
+            heard.set()
+        real_say(self, line)
+
+    def write(self, run_id, metrics, count):
+        if count.value == "4":  # the second chunk waits until a line has told of the first
+            assert heard.wait(60), said
+        real_write(self, run_id, metrics, count)
+
+    monkeypatch.setattr(_mlflow.Progress, "say", say)
+    monkeypatch.setattr(_mlflow._SqliteWriter, "write", write)
+    load(root).to_mlflow(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", experiment="e")
+    err = capsys.readouterr().err
+    assert "exporting to MLflow: trial 1 of 2, 2 of 18 rows" in err
+    assert "exporting to MLflow: opening sqlite:///" in err  # before the store answered
+
+
+# --- a sweep no driver runs leaves no run RUNNING --------------------------------------------------------
+
+
+def _finished(root: Path) -> Path:
+    new_experiment(root, path=str(root.resolve()))
+    write_trial(root, "aaa", [1.0, 2.0, 3.0, 4.0], config={"training.lr": 0.01}, done=True)
+    write_trial(root, "bbb", [5.0, 6.0, 7.0, 8.0], config={"training.lr": 0.001}, done=True)
+    return root
+
+
+def _statuses(uri: str) -> dict[str, str]:
+    return {trial: run.info.status for trial, run in _runs(uri).items()}
+
+
+def test_a_stray_folder_in_a_copied_sweep_leaves_no_run_running(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    copy = tmp_path / "copy"
+    shutil.copytree(_finished(tmp_path / "exp"), copy)
+    stray = copy / "PPO_deadbeef_00099_x"
+    stray.mkdir()
+    (stray / store.PARAMS_FILE).write_text(json.dumps({"training.lr": 0.5}))
+    cli.main(["export", str(copy), "--tracking-uri", uri, "--experiment", "e"])
+    assert "RUNNING" not in _statuses(uri).values(), _statuses(uri)
+
+
+def test_an_interrupted_sweep_is_killed_in_mlflow_unless_its_driver_runs(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    root = _finished(tmp_path / "exp")
+    write_trial(root, "ccc", [1.0, 2.0], config={"training.lr": 0.1})  # stopped half-way: RUNNING on disk
+    driver = store.hold_driver_lock(root)  # as the live logger holds it from the sweep's start to its end
+    assert driver is not None and store.driver_running(root)
+    try:
+        load(root).to_mlflow(tracking_uri=uri, experiment="e")
+        assert _statuses(uri) == {"parent": "RUNNING", "aaa": "FINISHED", "bbb": "FINISHED", "ccc": "RUNNING"}
+    finally:
+        driver.close()
+    assert not store.driver_running(root)
+    load(root).to_mlflow(tracking_uri=uri, experiment="e")
+    assert _statuses(uri) == {"parent": "KILLED", "aaa": "FINISHED", "bbb": "FINISHED", "ccc": "KILLED"}
+
+
+# --- a SIGTERM'd export ------------------------------------------------------------------------------------
+
+
+def _large(root: Path, trials: int = 3, rows: int = 1500) -> Path:
+    """Rows of 20 metrics, as a trial reports them: 30,000 values a trial, a few bulk chunks each."""
+    from benchmarks.export import _row as bench_row
+
+    new_experiment(root, path=str(root.resolve()))
+    for t in range(trials):
+        _resumed_trial(root, f"t{t}", [{"trial_id": f"t{t}", **bench_row(t, i, 1.0)} for i in range(rows)])
+    return root
+
+
+def _rows_exported(con: sqlite3.Connection) -> list[int]:
+    return [int(v) for (v,) in con.execute("SELECT value FROM tags WHERE key = ?", (_mlflow.ROWS_TAG,))]
+
+
+def test_a_sigterm_stops_an_export_as_a_failure_does_leaving_no_run_running(tmp_path):
+    root = _large(tmp_path / "exp")
+    db = tmp_path / "m.db"
+    uri = f"sqlite:///{db}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rlsweep.cli", "export", str(root), "--tracking-uri", uri, "--experiment", "e"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        # Hold the store until it has logged a chunk of rows, not all: its next write waits for the lock.
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+            if not db.exists():
+                continue
+            holder = sqlite3.connect(db, timeout=30, isolation_level=None)
+            try:
+                holder.execute("BEGIN EXCLUSIVE")
+                held = _safe(_rows_exported, holder)
+            except sqlite3.Error:
+                holder.close()
+                continue
+            if any(0 < n < 1500 for n in held):
+                break
+            holder.execute("COMMIT")
+            holder.close()
+        process.send_signal(signal.SIGTERM)
+        holder.execute("COMMIT")
+        holder.close()
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1 and "Traceback" not in err, err
+    assert "ExportTerminated: the export was stopped by SIGTERM" in err and "again to complete it" in err, err
+    statuses = _statuses(uri)
+    assert "RUNNING" not in statuses.values() and "FAILED" in statuses.values(), statuses
+    # The next export completes it.
+    assert cli.main(["export", str(root), "--tracking-uri", uri, "--experiment", "e"]) == 0
+    assert set(_statuses(uri).values()) == {"FINISHED"}
+    with sqlite3.connect(db) as con:
+        assert sorted(_rows_exported(con)) == [1500, 1500, 1500]
+
+
+def _safe(read, con):
+    try:
+        return read(con)
+    except sqlite3.Error:
+        return []  # the store is still being made
+
+
+def test_the_live_logger_holds_the_driver_lock_while_the_sweep_runs(tmp_path):
+    from rlsweep import load_spec
+    from rlsweep.analysis._live import live_logger
+
+    root = _finished(tmp_path / "exp")
+    spec = load_spec({**TINY_SPEC, "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'm.db'}", "live": True}}, preflight=False)
+    callback = live_logger(spec, root, "abc", flush_s=0.05)
+    assert not store.driver_running(root)
+    callback.setup()
+    try:
+        assert store.driver_running(root)
+    finally:
+        callback.on_experiment_end(trials=[])
+    assert not store.driver_running(root)

@@ -595,11 +595,13 @@ def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str
         raise ExportError(f"MLflow export to {uri} did not start: nothing answers at {uri} ({problem}). Nothing in "
                           f"{sweep.path} is lost; run `rlsweep export {sweep.path}` once the server is up")
     progress = Progress(len(sweep.trials), sum(len(t.raw_rows or t.rows) for t in sweep.trials), uri)
+    terminated: list[ExportTerminated] = []
     try:
         # One writer at a time per sweep (another export, the live logger): each finds what the other wrote.
-        with sigterm_raises(), client_settings(uri), progress, store.mlflow_lock(sweep.path):
+        with sigterm_raises() as terminated, client_settings(uri), progress, store.mlflow_lock(sweep.path):
             return _export(sweep, uri, experiment or settings.experiment, progress)
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and SQLAlchemy's errors alike
+        exc = terminated[0] if terminated else exc
         raise ExportError(
             f"MLflow export to {uri} stopped after {progress.finished} of {len(sweep.trials)} trials: "
             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Nothing in {sweep.path} is lost; "
@@ -954,23 +956,23 @@ def client_settings(uri: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
+def sigterm_raises() -> Iterator[list[ExportTerminated]]:
     """A SIGTERM to the process raises :class:`ExportTerminated` in the export (once: a second one while it
-    cleans up is ignored), so the runs it was ending are marked FAILED rather than left RUNNING. Only the
-    main thread can take signals; elsewhere nothing changes."""
+    cleans up is ignored), so the runs it was ending are marked FAILED rather than left RUNNING. Yields the
+    list it is noted in (MLflow may wrap it in an error of its own on the way out). Only the main thread
+    can take signals; elsewhere nothing changes."""
+    raised: list[ExportTerminated] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield raised
         return
-    raised = False
 
     def terminated(signum: int, frame: Any) -> None:
-        nonlocal raised
         if not raised:
-            raised = True
-            raise ExportTerminated("the export was stopped by SIGTERM")
+            raised.append(ExportTerminated("the export was stopped by SIGTERM"))
+            raise raised[0]
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        yield
+        yield raised
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -199,8 +199,8 @@ def test_an_interrupted_sweep_is_killed_in_mlflow_unless_its_driver_runs(tmp_pat
 # --- a SIGTERM'd export ------------------------------------------------------------------------------------
 
 
-def _large(root: Path, trials: int = 3, rows: int = 1500) -> Path:
-    """Rows of 20 metrics, as a trial reports them: 30,000 values a trial, a few bulk chunks each."""
+def _large(root: Path, trials: int = 3, rows: int = 4000) -> Path:
+    """Rows of 20 metrics, as a trial reports them: 80,000 values a trial, four bulk chunks each."""
     from benchmarks.export import _row as bench_row
 
     new_experiment(root, path=str(root.resolve()))
@@ -213,6 +213,7 @@ def _rows_exported(con: sqlite3.Connection) -> list[int]:
     return [int(v) for (v,) in con.execute("SELECT value FROM tags WHERE key = ?", (_mlflow.ROWS_TAG,))]
 
 
+@pytest.mark.slow  # a real export of 240,000 values in a process of its own, twice: about 20 s
 def test_a_sigterm_stops_an_export_as_a_failure_does_leaving_no_run_running(tmp_path):
     root = _large(tmp_path / "exp")
     db = tmp_path / "m.db"
@@ -236,7 +237,7 @@ def test_a_sigterm_stops_an_export_as_a_failure_does_leaving_no_run_running(tmp_
             except sqlite3.Error:
                 holder.close()
                 continue
-            if any(0 < n < 1500 for n in held):
+            if any(0 < n < 4000 for n in held):
                 break
             holder.execute("COMMIT")
             holder.close()
@@ -255,7 +256,7 @@ def test_a_sigterm_stops_an_export_as_a_failure_does_leaving_no_run_running(tmp_
     assert cli.main(["export", str(root), "--tracking-uri", uri, "--experiment", "e"]) == 0
     assert set(_statuses(uri).values()) == {"FINISHED"}
     with sqlite3.connect(db) as con:
-        assert sorted(_rows_exported(con)) == [1500, 1500, 1500]
+        assert sorted(_rows_exported(con)) == [4000, 4000, 4000]
 
 
 def _safe(read, con):

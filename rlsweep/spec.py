@@ -1020,7 +1020,7 @@ def _searched_schedule_problems(schedule: list[list[Any]], space: SearchSpace) -
             f"every draw must keep the schedule's env steps rising in its order, but entry {i - 1} starts at "
             f"{span(before)} and entry {i} at {span(here)}; make the ranges follow one another",
         ))
-    for (i, j), parameter in sorted(searched.items()):
+    for (_entry, j), parameter in sorted(searched.items()):
         odd = [v for v in drawn_values(parameter.domain) or () if isinstance(v, bool) or not isinstance(v, (int, float, str))]
         if j == 1 and odd:
             problems.append(Problem(f"search_space.{parameter.path}", f"a task is a number or a string, as in a written "

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import rlsweep
 from rlsweep._zoo import SB3_DEFAULTS, algorithm_of_file, convert_zoo, map_entry, read_kwargs
 from rlsweep.cli import main
-from rlsweep.errors import SpecError, UsageError
+from rlsweep.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "zoo"
 

@@ -605,21 +605,13 @@ def run_confirmation(
     path = store.confirmation_dir(root)
     spec = load_spec(document, preflight=False)
     recorded = store.read_confirmation_plan(root)
-    canonical = lambda value: json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)  # noqa: E731
-    if recorded is not None and canonical(recorded) != canonical(plan):
+    if recorded is not None and _canonical(recorded) != _canonical(plan):
         raise UsageError(
             f"{path} holds a confirmation of other configurations or seeds ({recorded.get('candidates')} on "
             f"{recorded.get('test_seeds')}); rerun with those settings to resume it, or move the folder away to start anew",
             "DIR",
         )
-    trial_cpus = runtime.fit_cluster(spec, address, root)
-    # The sweep's pre-flight reading: the configurations it confirms are of that space. A confirmation
-    # trial trains one seed; a reading of a trial holding several is not its size, so it reserves none.
-    memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
-    if memory is not None and memory.seeds == spec.seeds.per_trial:
-        runtime.check_reading(spec, memory, trial_cpus)
-    else:
-        memory = None
+    memory = _retraining_memory(root, spec, address)
     trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)
     if store.has_tune_state(path):
         tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
@@ -628,6 +620,23 @@ def run_confirmation(
     with _tune_environment(), _leave_home_as_it_was():
         grid = tuner.fit()
     return path, sum(1 for r in grid if r.error is not None)
+
+
+def _canonical(value: Any) -> str:
+    """A plan as JSON with sorted keys: two plans are the same plan where these are equal."""
+    return json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)
+
+
+def _retraining_memory(root: Path, spec: SweepSpec, address: str | None) -> MemoryReading | None:
+    """Join the cluster a retraining (confirmation, held-out stage) runs on and check that one run fits; the
+    sweep's pre-flight reading, which each run reserves, where the sweep trained one seed per trial (a run
+    trains one; a reading of a trial holding several is not its size, so it reserves none)."""
+    trial_cpus = runtime.fit_cluster(spec, address, root)
+    memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
+    if memory is None or memory.seeds != spec.seeds.per_trial:
+        return None
+    runtime.check_reading(spec, memory, trial_cpus)
+    return memory
 
 
 def run_heldout(
@@ -660,16 +669,10 @@ def run_heldout(
     path = store.holdout_dir(root)
     spec = load_spec(document, preflight=False)
     recorded = store.read_holdout_plan(root)
-    canonical = lambda value: json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)  # noqa: E731
-    if recorded is not None and canonical(recorded) != canonical(plan):
+    if recorded is not None and _canonical(recorded) != _canonical(plan):
         raise UsageError(f"{path} holds a held-out stage of other configurations or seeds; move the folder away to "
                          "start anew", "DIR")
-    trial_cpus = runtime.fit_cluster(spec, address, root)
-    memory = _recorded_memory(store.read_sweep_info(root)) if (root / store.SWEEP_FILE).exists() else None
-    if memory is not None and memory.seeds == spec.seeds.per_trial:
-        runtime.check_reading(spec, memory, trial_cpus)
-    else:
-        memory = None
+    memory = _retraining_memory(root, spec, address)
     trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)
     with _one_line_when_full(path):
         if store.has_tune_state(path):

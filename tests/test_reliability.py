@@ -626,8 +626,10 @@ def export_interrupted_then_rerun(tmp_path_factory, finished_once):
     shutil.copytree(finished_once, path, symlinks=True)
     store, port = f"sqlite:///{root / 'store.db'}", free_port()
     # MLflow's job runner (huey consumers) would outlive the server; this test stops the server by hand.
+    # An export waits for a server that stops answering (5 minutes by default): here 5 s, so the server's
+    # going stops it, and the rerun completes it (a server back within the wait is tests/analysis/test_mlflow_server.py's).
     env = {**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
-           "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+           "MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "RLSWEEP_MLFLOW_WAIT_S": "5"}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
         server, url = start_server(store, port)

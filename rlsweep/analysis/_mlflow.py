@@ -619,7 +619,7 @@ _UNREAD = (store.MISSING, store.UNREADABLE, store.UNLISTED)
 
 def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress) -> str:
     inner = client_for(uri)
-    client: Any = PatientClient(inner, uri, progress, (SWEEP_TAG, KIND_TAG, TRIAL_TAG)) if is_http(uri) else inner
+    client: Any = PatientClient(inner, uri, progress, (SWEEP_TAG, KIND_TAG, TRIAL_TAG), wait_s=server_wait_s()) if is_http(uri) else inner
     experiment_ = experiment_id(client, experiment_name)
     spec = sweep.spec
     sweep_id, note = sweep_key(client, experiment_, sweep.sweep_id, sweep.path, sweep.info.get("path"))
@@ -724,8 +724,24 @@ def _mark_failed(client: MlflowClient, run_ids: Iterable[str]) -> None:
 
 
 #: How long an export waits for an MLflow server that stops answering part-way (restarting, paused,
-#: overloaded) before it stops; what it wrote stays, and running it again completes it.
+#: overloaded) before it stops; what it wrote stays, and running it again completes it. The environment
+#: variable ``RLSWEEP_MLFLOW_WAIT_S`` sets another (seconds; 0 stops at the first failure that may pass).
 SERVER_WAIT_S = 300.0
+WAIT_VARIABLE = "RLSWEEP_MLFLOW_WAIT_S"
+
+
+def server_wait_s() -> float:
+    """:data:`SERVER_WAIT_S`, or the seconds ``RLSWEEP_MLFLOW_WAIT_S`` names (a number >= 0)."""
+    text = os.environ.get(WAIT_VARIABLE)
+    if text is None:
+        return SERVER_WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ExportError(f"{WAIT_VARIABLE} must be a number of seconds >= 0, got {text!r}")
+    return value
 
 #: An export says nothing for this long; then a line this often (trial, rows, and what it waits for).
 QUIET_S = 5.0

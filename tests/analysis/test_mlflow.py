@@ -280,3 +280,17 @@ def test_the_live_logger_holds_the_driver_lock_while_the_sweep_runs(tmp_path):
     finally:
         callback.on_experiment_end(trials=[])
     assert not store.driver_running(root)
+
+
+def test_how_long_an_export_waits_for_a_server_is_five_minutes_or_what_the_environment_says(monkeypatch):
+    from rlsweep.analysis._mlflow import server_wait_s
+    from rlsweep.errors import ExportError
+
+    monkeypatch.delenv("RLSWEEP_MLFLOW_WAIT_S", raising=False)
+    assert server_wait_s() == 300.0
+    monkeypatch.setenv("RLSWEEP_MLFLOW_WAIT_S", "7.5")
+    assert server_wait_s() == 7.5
+    for bad in ("-1", "nan", "soon", "inf"):
+        monkeypatch.setenv("RLSWEEP_MLFLOW_WAIT_S", bad)
+        with pytest.raises(ExportError, match="RLSWEEP_MLFLOW_WAIT_S must be a number of seconds >= 0"):
+            server_wait_s()

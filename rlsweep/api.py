@@ -74,6 +74,7 @@ def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose
     import dataclasses
 
     from rlsweep import store
+    from rlsweep.analysis import DEFAULT_RULE
     from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
     from rlsweep.holdout import Race, plan_race, race_budget
 
@@ -109,6 +110,7 @@ def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose
         "share": settings.share,
         "metric": CONFIRM_METRIC,
         "tuning_metric": spec.metric.name,
+        "tuning_rule": DEFAULT_RULE,
         "stages": stage["stages"],
     }
     store.write_holdout(path, record)
@@ -137,7 +139,14 @@ def _held_out_runs(folder: Path, budget: int) -> dict[tuple[str, int], float | N
 def _finish(spec: SweepSpec, path: Path, errored: int, *, address: str | None = None, verbose: int = 0) -> SweepResult:
     swept = load(path)
     # Only a finished search has a held-out stage: an interrupted one is continued by `rlsweep resume` first.
-    stage = held_out(spec, path, address=address, verbose=verbose) if not swept.unfinished() else None
+    stage = None
+    if not swept.unfinished():
+        try:
+            stage = held_out(spec, path, address=address, verbose=verbose)
+        except (SpecError, UsageError, SweepError) as exc:
+            # The search's results are on disk and its best is still reported: a stage that cannot run must not hide them.
+            stage = {"not_run": str(exc)}
+            log.warning("the held-out stage did not run: %s", exc)
     try:
         best = swept.best()
     except SweepError:

@@ -166,15 +166,20 @@ def held_out_lines(stage: Mapping[str, Any], path: Path) -> list[str]:
     """What the held-out stage found, said beside the tuning value, each named for what it is."""
     if stage.get("skipped"):
         return [f"held-out:    none ({stage['skipped']})"]
+    if stage.get("not_run"):
+        return [f"held-out:    not run ({stage['not_run']}); the value above is the best trial's own, on its tuning seed(s)"]
     if stage.get("interrupted"):
         return [f"held-out:    interrupted after {stage.get('runs_done', 0)} run(s); `rlsweep resume {path}` continues it"]
     low, high = stage["interval"]
     seeds, failed = stage["seeds"], stage.get("failed") or []
+    scored = len(seeds) - len(failed)
+    interval = (f"95% interval {low:.6g} to {high:.6g} for its IQM on {stage['future_seeds']} new seeds"
+                if math.isfinite(low) and math.isfinite(high) else "no interval (fewer than 2 scored runs)")
     lines = [
-        f"held-out:    {stage['held_out_iqm']:.6g} ({stage['metric']}, IQM over {len(seeds)} test seeds the search never used) "
-        f"for trial {stage['winner']}; 95% interval {low:.6g} to {high:.6g} for its IQM on {stage['future_seeds']} new seeds",
-        f"tuning:      {stage['tuning_value']:.6g} ({stage['tuning_metric']} in the search, on its own training seed(s): "
-        "the best of many noisy trials, optimistic)",
+        f"held-out:    {stage['held_out_iqm']:.6g} ({stage['metric']}, IQM over {scored} test seed(s) the search never used) "
+        f"for trial {stage['winner']}; {interval}",
+        f"tuning:      {stage['tuning_value']:.6g} ({stage['tuning_metric']}, {stage.get('tuning_rule', 'its rule')}, in the "
+        "search on its own training seed(s): optimistic, as a search's best values are)",
     ]
     entrants = stage.get("candidates") or []
     if len(entrants) > 1:
@@ -323,13 +328,12 @@ def _report(result: Any, mlflow: Any) -> int:
     if result.held_out is not None:
         for line in held_out_lines(result.held_out, result.path):
             print(line)
-        if result.held_out.get("interrupted"):
-            return EXIT_INTERRUPTED
     if result.export_error:
         print(f"mlflow export failed: {result.export_error}", file=sys.stderr)
     if result.mlflow_run_id and mlflow is not None:
         print(f"mlflow:      {_mlflow_line(result.path, mlflow, result.mlflow_run_id)}")
-    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+    held_out_interrupted = result.held_out is not None and result.held_out.get("interrupted")
+    return EXIT_INTERRUPTED if result.interrupted or held_out_interrupted else EXIT_OK
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -804,7 +804,8 @@ def _holdout_problems(holdout: HoldoutSpec | None, budget: BudgetSpec | None, se
 
     try:
         runs = race_budget(holdout.share, budget.trials, seeds.per_trial)
-        plan_race([str(i) for i in range(budget.trials)], runs, test_range=(seeds.test[0], seeds.test[1]),
+        # The worst case: one trial finishes, and it takes every run, each on a test seed of its own.
+        plan_race(["0"], runs, test_range=(seeds.test[0], seeds.test[1]),
                   env_steps=budget.env_steps, min_seeds=holdout.min_seeds, max_candidates=holdout.candidates)
     except SpecError as exc:
         return list(exc.problems)

@@ -25,6 +25,7 @@ import yaml
 
 from rlsweep import _compat, progress, runtime, store, tracing
 from rlsweep._dotted import flatten
+from rlsweep.metrics import DIVERGED
 from rlsweep.errors import Problem, SpecError, SweepError, UsageError
 from rlsweep.seeds import seed_base
 from rlsweep.schedulers import SCHEDULERS, checkpoint_keep, restores_other_trials, search_request
@@ -213,8 +214,9 @@ def final_value(result: Mapping[str, Any], metric: str, env_steps: int) -> float
     """A held-out run's score: ``metric`` (its final greedy evaluation) in its last row, where the run reached
     the budget and the value is finite; None (a failed run) otherwise."""
     value = result.get(metric)
-    if int(result.get("env_steps", 0) or 0) < env_steps or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
+    if (int(result.get("env_steps", 0) or 0) < env_steps or result.get(DIVERGED) or not isinstance(value, (int, float))
+            or not math.isfinite(value)):
+        return None  # as the store reads it back (rlsweep.api's replay of the race): a diverged run failed
     return float(value)
 
 
@@ -674,9 +676,9 @@ def run_heldout(
                          "start anew", "DIR")
     memory = _retraining_memory(root, spec, address)
     trainable = make_confirmation_trainable(spec, plan_for(spec, None, 0), plan["configs"], memory)
-    with _one_line_when_full(path):
+    with _one_line_when_full(root):
         if store.has_tune_state(path):
-            tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
+            tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=False)  # a failed run counted as failed stays so
         else:
             if not (path / store.SWEEP_FILE).exists():
                 store.create_experiment(

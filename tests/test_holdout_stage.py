@@ -99,7 +99,7 @@ def test_the_winner_is_retrained_on_test_seeds_and_reported_as_held_out_beside_i
     # The last lines say which number is which.
     held = [line for line in done.stdout.splitlines() if line.startswith("held-out:")]
     tuning = [line for line in done.stdout.splitlines() if line.startswith("tuning:")]
-    assert len(held) == 1 and "test seeds the search never used" in held[0] and f"{stage['held_out_iqm']:.6g}" in held[0]
+    assert len(held) == 1 and "test seed(s) the search never used" in held[0] and f"{stage['held_out_iqm']:.6g}" in held[0]
     assert len(tuning) == 1 and "optimistic" in tuning[0] and f"{best.value:.6g}" in tuning[0]
     # `rlsweep best` says the same, and its JSON holds the stage.
     again = subprocess.run([sys.executable, "-m", "rlsweep.cli", "best", str(root)], capture_output=True, text=True,

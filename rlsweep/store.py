@@ -456,12 +456,16 @@ def read_confirmation_plan(root: Path) -> dict[str, Any] | None:
     return _json_object(confirmation_dir(root) / CONFIRMATION_PLAN)
 
 
-def write_confirmation(root: Path, result: Mapping[str, Any]) -> Path:
-    path = root / CONFIRMATION_FILE
+def _write_whole(path: Path, value: Mapping[str, Any]) -> Path:
+    """``value`` as JSON in ``path``, written whole or not at all: a reader never sees half a file."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dict(result), default=str, indent=1))
-    tmp.replace(path)  # a reader never sees half a file
+    tmp.write_text(json.dumps(dict(value), default=str, indent=1))
+    tmp.replace(path)
     return path
+
+
+def write_confirmation(root: Path, result: Mapping[str, Any]) -> Path:
+    return _write_whole(root / CONFIRMATION_FILE, result)
 
 
 def holdout_dir(root: Path) -> Path:
@@ -479,11 +483,7 @@ def read_holdout_plan(root: Path) -> dict[str, Any] | None:
 
 def write_holdout(root: Path, result: Mapping[str, Any]) -> Path:
     """The held-out stage's result, written whole or not at all."""
-    path = root / HOLDOUT_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dict(result), default=str, indent=1))
-    tmp.replace(path)
-    return path
+    return _write_whole(root / HOLDOUT_FILE, result)
 
 
 def read_holdout(root: Path) -> dict[str, Any] | None:

@@ -56,7 +56,9 @@ def _live_callbacks(spec: SweepSpec, path: Path, sweep_id: str) -> list[Any]:
     return [live_logger(spec, path, sweep_id)] if spec.mlflow is not None and spec.mlflow.live else []
 
 
-def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose: int = 1) -> dict[str, Any] | None:
+def held_out(
+    spec: SweepSpec, path: Path, *, address: str | None = None, verbose: int = 1, swept: Any = None
+) -> dict[str, Any] | None:
     """The held-out stage of a finished search (``spec.holdout``): its best configurations, ranked by the
     default selection rule, race over test seeds no trial trained with (:mod:`rlsweep.holdout`), each run one
     configuration on one seed for the full budget, within the share of the sweep's env steps the spec states;
@@ -68,6 +70,9 @@ def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose
         The result (``winner``, ``held_out_iqm``, ``interval``, ``tuning_value``, ``seeds``, ...); ``{"skipped":
         why}`` where no trial finished with a value; ``{"interrupted": True, ...}`` where the stage stopped
         early; None where the spec has no held-out stage.
+
+    Args:
+        swept: The sweep at ``path`` as :func:`rlsweep.analysis.load` read it, where the caller has it.
     """
     if spec.holdout is None:
         return None
@@ -76,11 +81,11 @@ def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose
     from rlsweep import store
     from rlsweep.analysis import DEFAULT_RULE
     from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
-    from rlsweep.holdout import Race, plan_race, race_budget
+    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, plan_race, race_budget
 
     if (done_before := store.read_holdout(path)) is not None:
         return done_before
-    swept = load(path)
+    swept = swept if swept is not None else load(path)
     finished = {t.trial_id for t in swept.trials if t.state == store.TERMINATED}
     ranked = [b for b in swept.ranked() if b.trial_id in finished]
     if not ranked:
@@ -106,7 +111,7 @@ def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose
     record = {
         **dataclasses.asdict(result),
         "config": dict(retrain.configs[result.winner]),
-        "future_seeds": 10,
+        "future_seeds": DEFAULT_FUTURE_SEEDS,
         "share": settings.share,
         "metric": CONFIRM_METRIC,
         "tuning_metric": spec.metric.name,
@@ -118,21 +123,16 @@ def held_out(spec: SweepSpec, path: Path, *, address: str | None = None, verbose
 
 
 def _held_out_runs(folder: Path, budget: int) -> dict[tuple[str, int], float | None]:
-    """Each held-out run's final greedy evaluation at the budget, by (candidate, test seed); None for a run
-    that errored, diverged or stopped short of the budget."""
-    import math
-
+    """Each finished held-out run's score (:func:`rlsweep.analysis._confirm.final_score`), by (candidate,
+    test seed); None for a run that errored, diverged or stopped short of the budget."""
     from rlsweep import store
-    from rlsweep.analysis._confirm import CONFIRM_METRIC
+    from rlsweep.analysis._confirm import final_score
 
     done: dict[tuple[str, int], float | None] = {}
     for trial in store.read_trials(folder, budget_env_steps=budget):
         candidate, seed = trial.config.get(store.CANDIDATE_KEY), trial.config.get(store.TEST_SEED_KEY)
-        if candidate is None or seed is None or trial.state not in (store.TERMINATED, store.ERROR):
-            continue
-        values = [v for v in trial.values(CONFIRM_METRIC) if not math.isnan(v)]
-        ok = trial.state == store.TERMINATED and not trial.diverged and trial.env_steps >= budget and values
-        done[(str(candidate), int(seed))] = values[-1] if ok else None
+        if candidate is not None and seed is not None and trial.state in (store.TERMINATED, store.ERROR):
+            done[(str(candidate), int(seed))] = final_score(trial, budget)
     return done
 
 
@@ -142,7 +142,7 @@ def _finish(spec: SweepSpec, path: Path, errored: int, *, address: str | None = 
     stage = None
     if not swept.unfinished():
         try:
-            stage = held_out(spec, path, address=address, verbose=verbose)
+            stage = held_out(spec, path, address=address, verbose=verbose, swept=swept)
         except (SpecError, UsageError, SweepError) as exc:
             # The search's results are on disk and its best is still reported: a stage that cannot run must not hide them.
             stage = {"not_run": str(exc)}

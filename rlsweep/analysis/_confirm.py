@@ -387,6 +387,16 @@ def unusable_confirmation(path: Path, result: Mapping[str, Any], trial_ids: set[
     return f"{where}: {why}; run `rlsweep confirm {path}` again to redo it"
 
 
+def final_score(trial: store.Trial, budget: int) -> float | None:
+    """A retraining run's score (a confirmation's, the held-out stage's): its last greedy evaluation, where it
+    finished at the budget without an error or a divergence (its last row may reach the budget, but an
+    earlier evaluation is no final score); None otherwise."""
+    values = [v for v in trial.values(CONFIRM_METRIC) if not math.isnan(v)]
+    if trial.state == store.ERROR or trial.diverged or trial.env_steps < budget or not values:
+        return None
+    return values[-1]
+
+
 def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: int) -> tuple[dict[str, dict[int, float]], dict[str, list[str]]]:
     """Each confirmation run's final evaluation, by configuration and test seed, and what is missing."""
     scores: dict[str, dict[int, float]] = {c: {} for c in plan.candidates}
@@ -397,15 +407,14 @@ def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: i
         if candidate not in scores:
             continue
         seen.add((candidate, seed))
-        values = [v for v in trial.values(CONFIRM_METRIC) if not math.isnan(v)]
-        if trial.state == store.ERROR:
+        if (score := final_score(trial, budget)) is not None:
+            scores[candidate][int(seed)] = score
+        elif trial.state == store.ERROR:
             missing[candidate].append(f"seed {seed}: errored ({trial.path / store.ERROR_FILE})")
-        elif trial.diverged:  # its last row may reach the budget; an earlier evaluation is no final score
+        elif trial.diverged:
             missing[candidate].append(f"seed {seed}: diverged at {trial.env_steps} env steps ({trial.diverged})")
-        elif trial.env_steps < budget or not values:
-            missing[candidate].append(f"seed {seed}: {trial.state} at {trial.env_steps} env steps")
         else:
-            scores[candidate][int(seed)] = values[-1]
+            missing[candidate].append(f"seed {seed}: {trial.state} at {trial.env_steps} env steps")
     for candidate in plan.candidates:
         missing[candidate] += [f"seed {s}: never started" for s in plan.test_seeds if (candidate, s) not in seen]
     return scores, missing
@@ -415,6 +424,7 @@ __all__ = [
     "CONFIRM_METRIC",
     "ConfirmationPlan",
     "confirmation_document",
+    "final_score",
     "iqm_interval",
     "plan_confirmation",
     "probability_of_improvement",

@@ -91,6 +91,22 @@ def test_the_final_evaluation_is_the_score_and_runs_short_of_the_budget_or_error
     ]
 
 
+
+def test_a_run_that_diverged_has_no_final_score_though_its_last_row_reaches_the_budget():
+    """Its evaluation is carried forward from before the divergence: no score of the configuration. The same
+    rule scores the held-out stage's runs (rlsweep.api), so a race and a confirmation never disagree."""
+    from rlsweep.analysis._confirm import final_score
+    from rlsweep.metrics import DIVERGED
+
+    diverged = trial("t0", "a", 1000, [10.0, 20.0])
+    diverged = store.Trial(diverged.trial_id, diverged.path, diverged.config,
+                           (*diverged.rows[:-1], {**diverged.rows[-1], DIVERGED: "loss is nan"}), store.TERMINATED)
+    assert final_score(trial("t1", "a", 1000, [10.0, 20.0]), 4000) == 20.0
+    assert final_score(diverged, 4000) is None
+    scores, missing = scores_from([diverged], plan_of("a", seeds=(1000, 1001)), budget=4000)
+    assert scores == {"a": {}} and missing["a"][0] == "seed 1000: diverged at 4000 env steps (loss is nan)"
+
+
 # --- the retraining's spec and the plan it records ------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,10 +68,15 @@ class ConfirmationPlan:
 
 
 def plan_confirmation(
-    sweep: Any, *, top: int = DEFAULT_TOP, seeds: int = DEFAULT_SEEDS, rule: Any = None, trials: Sequence[str] = ()
+    sweep: Any, *, top: int = DEFAULT_TOP, seeds: int = DEFAULT_SEEDS, rule: Any = None, trials: Sequence[str] = (),
+    spent: Collection[int] = (),
 ) -> ConfirmationPlan:
     """The top ``top`` finished trials of ``sweep`` (a loaded :class:`rlsweep.analysis.Sweep`) under ``rule`` (or the ``trials`` named), on the first ``seeds`` seeds
-    of ``seeds.test``.
+    of ``seeds.test`` that are not in ``spent``.
+
+    Args:
+        spent: Test seeds already used to choose the answer (the held-out stage's): a seed the winner was
+            chosen on is no longer new to it, so a confirmation takes the next ones.
 
     Raises:
         UsageError: no finished trial, ``top`` larger than the finished trials, a named trial that errored or
@@ -85,9 +90,12 @@ def plan_confirmation(
     low, high = spec.seeds.test
     if seeds < 2:
         raise UsageError(f"must be >= 2 (a confidence interval needs two values), got {seeds}", "--seeds")
-    if seeds > high - low + 1:
-        raise UsageError(f"{seeds} seeds do not fit in seeds.test {spec.seeds.test}; widen it in the spec", "--seeds")
-    test = held_out_seeds(low, seeds)
+    spent = {s for s in spent if low <= s <= high}
+    if seeds > high - low + 1 - len(spent):
+        beside = f" beside the {len(spent)} the held-out stage chose the answer on" if spent else ""
+        raise UsageError(f"{seeds} seeds do not fit in seeds.test {spec.seeds.test}{beside}; widen it in the spec", "--seeds")
+    test = held_out_seeds(low, seeds + len(spent))
+    test = [s for s in test if s not in spent][:seeds] if spent else test
     used = {s: t.trial_id for t in sweep.trials for s in t.seeds}
     if clash := sorted(set(test) & set(used)):
         raise UsageError(

@@ -323,7 +323,7 @@ class Sweep:
         retrain: Callable[..., tuple[Path, int]] | None = None,
     ) -> dict[str, Any]:
         """Retrain the top ``top`` configurations (under ``rule``; or the ``trials`` named) from scratch for the
-        full budget on ``seeds`` held-out test seeds (the first of ``seeds.test``), concurrently on the Ray
+        full budget on ``seeds`` held-out test seeds (the first of ``seeds.test``, after any the held-out stage chose the winner on), concurrently on the Ray
         runtime or cluster, and score each by the IQM of its final greedy evaluation, with a 95% bootstrap
         interval, each seed's value and the probability of beating each other configuration. The result is
         stored in the directory (``best(rule="confirmed")`` uses it) with the reproducibility record
@@ -350,7 +350,9 @@ class Sweep:
             raise UsageError(
                 f"cannot confirm: {'; '.join(damaged[:3])}{f'; and {len(damaged) - 3} more' if len(damaged) > 3 else ''}. "
                 "Nothing was changed; restore or move away what is named, then confirm", "DIR")
-        plan = plan_confirmation(self, top=top, seeds=seeds, rule=SelectionRule.parse(rule), trials=trials)
+        stage = store.read_holdout(self.path)
+        spent = [int(s) for s in (stage or {}).get("seeds") or ()]
+        plan = plan_confirmation(self, top=top, seeds=seeds, rule=SelectionRule.parse(rule), trials=trials, spent=spent)
         document = confirmation_document(self.info.get("spec") or self.spec.document, plan)
         path, _ = retrain(self.path, document, plan.to_dict(), address=address, verbose=verbose)
         budget = int(document["budget"]["env_steps"])

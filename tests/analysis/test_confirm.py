@@ -140,6 +140,25 @@ def test_confirm_refuses_what_cannot_be_confirmed_and_names_the_fix(swept):
     assert plan.tuning_seeds["aaaaa_00000"] == [3]
 
 
+def test_a_confirmation_after_the_held_out_stage_takes_seeds_the_winner_was_not_chosen_on(swept):
+    # The stage chose its winner on 1000-1003: those seeds are no longer new to it.
+    store.write_holdout(swept, {"winner": "aaaaa_00000", "seeds": [1000, 1001, 1002, 1003]})
+    asked = {}
+
+    def retrain(root, document, plan, **_):
+        asked.update(plan)
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        load(swept).confirm(1, 3, retrain=retrain)
+    assert asked["test_seeds"] == [1004, 1005, 1006]
+    plan = plan_confirmation(load(swept), top=1, seeds=2, spent=[1001])
+    assert plan.test_seeds == (1000, 1002)
+    with pytest.raises(UsageError, match=r"--seeds: 997 seeds do not fit in seeds.test \[1000, 1999\] beside the 4 the held-out stage"):
+        plan_confirmation(load(swept), top=1, seeds=997, spent=[1000, 1001, 1002, 1003])
+    assert plan_confirmation(load(swept), top=1, seeds=996, spent=[1000, 1001, 1002, 1003]).test_seeds[-1] == 1999
+
+
 def test_a_test_seed_a_trial_trained_with_is_refused(swept):
     settings = {"settings": {"debugging.seed": 1001}, "config": {"debugging.seed": 1001}, "seeds": [1001]}
     write_trial(swept, "ddddd_00003", [1, 2, 3, 4], config={"training.lr": 0.004}, settings=settings)

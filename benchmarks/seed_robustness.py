@@ -1,24 +1,31 @@
-"""What several seeds per configuration buy: how far a sweep's reported best value is from what its chosen
-configuration does on seeds the search never saw.
+"""Whether the value a sweep reports for its winner holds on seeds the search never saw, side by side at equal
+total env steps.
 
-For each sweep seed, two sweeps run with the same total env steps:
+Each side spends the same number of training runs (a run: one configuration on one seed for the trial
+budget), so the same env steps:
 
-- ``per1``: ``seeds.per_trial: 1``, 12 trials (the usual sweep: each configuration trained once);
-- ``per3``: ``seeds.per_trial: 3`` with ``aggregate: iqm``, 4 trials (each configuration on 3 seeds).
+- ``per1``: ``seeds.per_trial: 1``, 20 trials (the usual sweep; its answer is the best trial's own value);
+- ``per3``: ``seeds.per_trial: 3`` with ``aggregate: iqm``, 7 trials (21 runs: one more than the others);
+- ``holdout``: ``seeds.per_trial: 1``, 16 trials, then the held-out stage at its defaults (``holdout:
+  {share: 0.3}``: floor(0.3 x 16) = 4 runs, here on the search's best configuration, since a race needs
+  10); its answer is the stage's winner, its held-out IQM and 95% interval.
 
-Both use Optuna TPE with the sweep seed, FIFO (no pruning: the comparison is about seeds, not about early
-stopping), and score a trial by its final greedy evaluation (``eval_return_mean`` at the budget, 10
-episodes), the same measure the confirmation uses. Each sweep's best configuration (rule ``last``) is then
-retrained by ``rlsweep confirm`` on 5 held-out test seeds. Reported per run: the sweep's value for its best
-configuration, that configuration's test-seed IQM with its 95% interval, and the gap between the two (the
-optimism of the sweep's answer); and per side, medians over sweep seeds. Sides alternate in order from
-sweep seed to sweep seed. Results go to ``benchmarks/results/seed_robustness-<task>-<date>.json``.
+All use Optuna TPE with the sweep seed and FIFO (no pruning: the comparison is about seeds, not about early
+stopping), score a trial by its greedy evaluation (``eval_return_mean``, 10 episodes) and choose by the
+default rule (``avg-last-3``), as a sweep does. Each side's answer is then retrained by ``rlsweep confirm``
+on 10 test seeds no part of its sweep used (100 greedy episodes in all; after the held-out stage's seeds
+where there was one). Reported per run: the answer, its reported value (and interval, where the side
+reports one), the test IQM, the gap reported - test, and whether the interval covers the test IQM; per
+side, medians over sweep seeds, the gap as a share of the task's score range, and the coverage count.
+Sides alternate in order from sweep seed to sweep seed. Results go to
+``benchmarks/results/seed_robustness-<task>-<date>.json`` with the commit measured.
 
-Tasks: ``cartpole`` (PPO on CartPole-v1, 20,000 env steps per trial and seed) and ``acrobot`` (PPO on
-Acrobot-v1, 30,000: a sparse-until-solved reward whose learning curves vary more from seed to seed, the
-case where a single seed misleads most).
+Tasks: ``acrobot`` (PPO on Acrobot-v1, 30,000 env steps per run: -1 a step until the tip swings up, so a
+run that has not learned scores -500 and learning curves vary most from seed to seed), ``cartpole`` (PPO
+on CartPole-v1, 20,000) and ``pendulum`` (SAC on Pendulum-v1, 10,000, rl-zoo3's SAC space from
+``examples/zoo_sac_space.yaml``; about 10 times as slow per env step).
 
-    .venv/bin/python benchmarks/seed_robustness.py --task cartpole --sweep-seeds 0 1 2
+    .venv/bin/python benchmarks/seed_robustness.py --task acrobot --sweep-seeds 0 1 2 3 4
 """
 
 from __future__ import annotations
@@ -29,17 +36,20 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-SPACE = {
+PPO_SPACE = {
     "training.lr": {"loguniform": [1.0e-5, 1.0e-2]},
     "training.entropy_coeff": {"loguniform": [1.0e-6, 0.1]},
     "training.num_epochs": {"choice": [1, 5, 10, 20]},
@@ -47,28 +57,48 @@ SPACE = {
     "training.gamma": {"choice": [0.95, 0.98, 0.99, 0.999]},
     "rl_module.model_config.fcnet_hiddens": {"choice": [[64], [64, 64]]},
 }
+
+
+def _zoo_sac() -> dict[str, Any]:
+    return yaml.safe_load((REPO / "examples" / "zoo_sac_space.yaml").read_text())
+
+
 TASKS: dict[str, dict[str, Any]] = {
-    "cartpole": {"env": "CartPole-v1", "env_steps": 20_000},
-    "acrobot": {"env": "Acrobot-v1", "env_steps": 30_000},
+    "acrobot": {"algorithm": "PPO", "env": "Acrobot-v1", "env_steps": 30_000, "range": [-500.0, 0.0],
+                "config": {"training.train_batch_size": 1000}, "space": PPO_SPACE},
+    "cartpole": {"algorithm": "PPO", "env": "CartPole-v1", "env_steps": 20_000, "range": [0.0, 500.0],
+                 "config": {"training.train_batch_size": 1000}, "space": PPO_SPACE},
+    "pendulum": {"algorithm": "SAC", "env": "Pendulum-v1", "env_steps": 10_000, "range": [-1600.0, 0.0],
+                 "config": None, "space": None},  # from examples/zoo_sac_space.yaml
 }
-SIDES = {"per1": {"per_trial": 1, "trials": 12}, "per3": {"per_trial": 3, "trials": 4}}
-TEST_SEEDS, EPISODES = 5, 10
+#: Each side's trials and seeds per trial: 20 runs each (per3: 21); the held-out side's stage adds its 4.
+SIDES: dict[str, dict[str, Any]] = {
+    "per1": {"per_trial": 1, "trials": 20, "holdout": None},
+    "per3": {"per_trial": 3, "trials": 7, "holdout": None},
+    "holdout": {"per_trial": 1, "trials": 16, "holdout": {"share": 0.3}},
+}
+TEST_SEEDS, EPISODES = 10, 10
 
 
 def document(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
     setup, chosen = TASKS[task], SIDES[side]
+    config, space = setup["config"], setup["space"]
+    if space is None:
+        zoo = _zoo_sac()
+        config, space = zoo.get("config", {}), zoo["search_space"]
     return {
         "name": f"{task}-{side}-s{sweep_seed}",
-        "algorithm": "PPO",
+        "algorithm": setup["algorithm"],
         "env": setup["env"],
-        "config": {"training.train_batch_size": 1000},
-        "search_space": SPACE,
+        "config": dict(config),
+        "search_space": space,
         "searcher": {"name": "optuna", "seed": sweep_seed},
         "scheduler": "fifo",
         "budget": {"env_steps": setup["env_steps"], "trials": chosen["trials"], "max_concurrent": 2},
         "seeds": {"per_trial": chosen["per_trial"], "aggregate": "iqm"},
         "evaluation": {"episodes": EPISODES},
         "metric": {"name": "eval_return_mean", "mode": "max"},
+        "holdout": chosen["holdout"],
         "storage": str(storage),
         "mlflow": None,
     }
@@ -79,27 +109,39 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
 
     spec = rlsweep.load_spec(document(task, side, sweep_seed, storage))
     start = time.perf_counter()
-    path = rlsweep.run(spec, verbose=0).path
+    result = rlsweep.run(spec, verbose=0)
     swept_s = time.perf_counter() - start
-    best = rlsweep.load(path).best("last")
+    stage = result.held_out
+    if spec.holdout is not None:
+        if not stage or "winner" not in stage:
+            raise SystemExit(f"{spec.name}: the held-out stage gave no winner: {stage}")
+        chosen, reported, interval = stage["winner"], stage["held_out_iqm"], list(stage["interval"])
+        held_out_runs = stage["runs"]
+    else:
+        chosen, reported, interval, held_out_runs = result.best.trial_id, result.best.value, None, 0
     start = time.perf_counter()
-    result = rlsweep.load(path).confirm(1, TEST_SEEDS, rule="last", verbose=0)
+    confirmed = rlsweep.load(result.path).confirm(1, TEST_SEEDS, trials=[chosen], verbose=0)
     confirm_s = time.perf_counter() - start
-    (row,) = result["configurations"]
+    (row,) = confirmed["configurations"]
+    test = row["iqm"]
     return {
         "task": task,
         "side": side,
         "sweep_seed": sweep_seed,
-        "best_trial": best.trial_id,
-        "config": dict(best.config),
-        "reported": best.value,
-        "test_iqm": row["iqm"],
-        "ci": [row["ci_low"], row["ci_high"]],
+        "chosen_trial": chosen,
+        "config": dict(row.get("config") or {}),
+        "reported": reported,
+        "reported_interval": interval,
+        "test_iqm": test,
+        "test_ci": [row["ci_low"], row["ci_high"]],
+        "test_seeds": confirmed["test_seeds"],
         "per_test_seed": row["per_seed"],
-        "gap": best.value - row["iqm"],
+        "gap": reported - test,
+        "covers": None if interval is None else bool(interval[0] <= test <= interval[1]),
+        "runs": spec.budget.trials * spec.seeds.per_trial + held_out_runs,
+        "env_steps": (spec.budget.trials * spec.seeds.per_trial + held_out_runs) * spec.budget.env_steps,
         "sweep_s": swept_s,
         "confirm_s": confirm_s,
-        "env_steps_swept": spec.budget.env_steps * spec.budget.trials * spec.seeds.per_trial,
     }
 
 
@@ -107,25 +149,64 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out = {}
     for side in SIDES:
         mine = [r for r in runs if r["side"] == side]
-        if mine:
-            out[side] = {
-                "median_gap": statistics.median(r["gap"] for r in mine),
-                "median_test_iqm": statistics.median(r["test_iqm"] for r in mine),
-                "median_reported": statistics.median(r["reported"] for r in mine),
-                "median_sweep_s": statistics.median(r["sweep_s"] for r in mine),
-                "runs": len(mine),
-            }
+        if not mine:
+            continue
+        low, high = TASKS[mine[0]["task"]]["range"]
+        intervals = [r for r in mine if r["covers"] is not None]
+        out[side] = {
+            "sweeps": len(mine),
+            "median_reported": statistics.median(r["reported"] for r in mine),
+            "median_test_iqm": statistics.median(r["test_iqm"] for r in mine),
+            "median_gap": statistics.median(r["gap"] for r in mine),
+            "median_gap_share_of_range": statistics.median(abs(r["gap"]) for r in mine) / (high - low),
+            "covered": f"{sum(r['covers'] for r in intervals)} of {len(intervals)}" if intervals else "no interval reported",
+            "median_runs": statistics.median(r["runs"] for r in mine),
+            "median_sweep_s": statistics.median(r["sweep_s"] for r in mine),
+        }
     return out
+
+
+def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
+    """Test IQM of side ``a`` minus side ``b``, paired by sweep seed, with a 95% bootstrap interval of the mean
+    difference (scipy's BCa; percentile where BCa cannot be computed)."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    by = {(r["side"], r["sweep_seed"]): r["test_iqm"] for r in runs}
+    diffs = [by[(a, s)] - by[(b, s)] for (side, s) in by if side == a and (b, s) in by]
+    if len(diffs) < 2:
+        return None
+    if len(set(diffs)) == 1:
+        low = high = diffs[0]
+    else:
+        ci = bootstrap((np.asarray(diffs),), np.mean, confidence_level=0.95, n_resamples=10_000,
+                       random_state=0, method="BCa").confidence_interval
+        low, high = float(ci.low), float(ci.high)
+        if not (np.isfinite(low) and np.isfinite(high)):
+            ci = bootstrap((np.asarray(diffs),), np.mean, confidence_level=0.95, n_resamples=10_000,
+                           random_state=0, method="percentile").confidence_interval
+            low, high = float(ci.low), float(ci.high)
+    verdict = "better" if low > 0 else "worse" if high < 0 else "unsettled"
+    return {"sweeps": len(diffs), "differences": diffs, "mean": float(np.mean(diffs)), "ci95": [low, high],
+            "verdict": verdict}
+
+
+def _commit() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
-    parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
+    parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(SIDES))
     args = parser.parse_args()
     from importlib import metadata
 
+    commit = _commit()
     runs: list[dict[str, Any]] = []
     started = dt.datetime.now()
     out = HERE / "results" / f"seed_robustness-{args.task}-{started:%Y-%m-%dT%H%M}.json"
@@ -135,21 +216,25 @@ def main() -> None:
             for side in order:
                 run = one(args.task, side, sweep_seed, Path(storage))
                 runs.append(run)
-                print(f"sweep seed {sweep_seed} {side}: reported {run['reported']:.1f}, test IQM {run['test_iqm']:.1f} "
-                      f"[{run['ci'][0]:.1f}, {run['ci'][1]:.1f}], gap {run['gap']:.1f} (sweep {run['sweep_s']:.0f} s, "
-                      f"confirm {run['confirm_s']:.0f} s)", flush=True)
+                shown = "" if run["reported_interval"] is None else " [{:.1f}, {:.1f}]".format(*run["reported_interval"])
+                print(f"sweep seed {sweep_seed} {side}: reported {run['reported']:.1f}{shown}, test IQM "
+                      f"{run['test_iqm']:.1f}, gap {run['gap']:.1f} ({run['runs']} runs; sweep {run['sweep_s']:.0f} s, "
+                      f"test {run['confirm_s']:.0f} s)", flush=True)
                 out.write_text(json.dumps({
                     "benchmark": "seed_robustness",
                     "task": args.task,
                     "started": started.isoformat(),
+                    **commit,
                     "sides": SIDES,
+                    "setup": TASKS[args.task],
                     "test_seeds": TEST_SEEDS,
                     "episodes": EPISODES,
-                    "space": SPACE,
                     "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-                    "versions": {p: metadata.version(p) for p in ("ray", "torch", "optuna", "gymnasium")},
+                    "versions": {p: metadata.version(p) for p in ("ray", "torch", "optuna", "gymnasium", "numpy")},
                     "runs": runs,
                     "summary": summary(runs),
+                    "holdout_minus_per1": paired(runs, "holdout", "per1"),
+                    "holdout_minus_per3": paired(runs, "holdout", "per3"),
                 }, indent=1))
     print(json.dumps(summary(runs), indent=1))
     print(f"results: {out}")

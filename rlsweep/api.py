@@ -57,7 +57,8 @@ def _live_callbacks(spec: SweepSpec, path: Path, sweep_id: str) -> list[Any]:
 
 
 def held_out(
-    spec: SweepSpec, path: Path, *, address: str | None = None, verbose: int = 1, swept: Any = None
+    spec: SweepSpec, path: Path, *, address: str | None = None, verbose: int = 1, swept: Any = None,
+    progress: str | None = None,
 ) -> dict[str, Any] | None:
     """The held-out stage of a finished search (``spec.holdout``): its best configurations, ranked by the
     default selection rule, race over test seeds no trial trained with (:mod:`rlsweep.holdout`), each run one
@@ -73,6 +74,7 @@ def held_out(
 
     Args:
         swept: The sweep at ``path`` as :func:`rlsweep.analysis.load` read it, where the caller has it.
+        progress: The progress view's mode (:mod:`rlsweep.progress`), as the search had it.
     """
     if spec.holdout is None:
         return None
@@ -103,7 +105,8 @@ def held_out(
     document["budget"] = {**document["budget"], "trials": plan.planned_runs}
     stage = {**retrain.to_dict(), "planned_runs": plan.planned_runs, "stages": [dataclasses.asdict(s) for s in plan.stages]}
     race = Race(plan)
-    folder, _ = sweep.run_heldout(path, document, stage, race, metric=CONFIRM_METRIC, address=address, verbose=verbose)
+    folder, _ = sweep.run_heldout(path, document, stage, race, metric=CONFIRM_METRIC, address=address, verbose=verbose,
+                                  progress=progress)
     done = _held_out_runs(folder, spec.budget.env_steps)
     if not race.finished(done):
         return {"interrupted": True, "folder": str(folder), "runs_done": len(done)}
@@ -136,13 +139,15 @@ def _held_out_runs(folder: Path, budget: int) -> dict[tuple[str, int], float | N
     return done
 
 
-def _finish(spec: SweepSpec, path: Path, errored: int, *, address: str | None = None, verbose: int = 0) -> SweepResult:
+def _finish(
+    spec: SweepSpec, path: Path, errored: int, *, address: str | None = None, verbose: int = 0, progress: str | None = None
+) -> SweepResult:
     swept = load(path)
     # Only a finished search has a held-out stage: an interrupted one is continued by `rlsweep resume` first.
     stage = None
     if not swept.unfinished():
         try:
-            stage = held_out(spec, path, address=address, verbose=verbose, swept=swept)
+            stage = held_out(spec, path, address=address, verbose=verbose, swept=swept, progress=progress)
         except (SpecError, UsageError, SweepError) as exc:
             # The search's results are on disk and its best is still reported: a stage that cannot run must not hide them.
             stage = {"not_run": str(exc)}
@@ -231,7 +236,7 @@ def run(
         spec, storage=storage, address=address, verbose=verbose, stopper=stopper, callbacks=_live_callbacks,
         trace=trace_target, progress_mode=progress,
     )
-    return _finish(spec, path, errored, address=address, verbose=verbose)
+    return _finish(spec, path, errored, address=address, verbose=verbose, progress=progress)
 
 
 def resume(path: str | Path, *, spec_path: str | Path | None = None, address: str | None = None) -> SweepResult:

@@ -385,7 +385,7 @@ def _rule(text: str) -> Any:
 
 def _best(args: argparse.Namespace) -> int:
     sweep = _load(args.dir)
-    best = sweep.best(rule=_rule(args.rule))
+    best = sweep.best(rule=None if args.rule is None else _rule(args.rule))
     stage = sweep.held_out()
     if args.json:
         print(json.dumps(_json_safe({**best.to_dict(), **({"held_out": stage} if stage is not None else {})})))
@@ -717,7 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("best", help="the best trial: config, metric value, checkpoint")
     p.add_argument("dir")
-    p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
+    p.add_argument("--rule", default=None, help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_best)
 

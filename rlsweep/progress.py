@@ -72,6 +72,11 @@ class SweepState:
     #: had run steps before, and a trial that goes on from an earlier checkpoint than its last result
     #: runs some again; only the increases of each trial's count since are counted.
     ran: int = 0
+    #: The held-out stage's view (None in a search): each entrant's value in the search, by trial id; and
+    #: which entrant each run retrains, by run. Its "best" is then the leading entrant's IQM over the test
+    #: seeds it finished, beside its tuning value, never one lucky run.
+    tuning_values: dict[str, float] | None = None
+    entrant_of: dict[str, str] = field(default_factory=dict)
     #: Held while the state changes (Tune's thread) and while the live view reads it (rich's thread).
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -159,11 +164,37 @@ class SweepState:
         return line + "; " + self.best_text()
 
     def best_text(self) -> str:
+        if self.tuning_values is not None:
+            return self._held_out_text()
         if self.best is None:
             return f"best {self.metric}: none yet"
         value, trial_id = self.best
         config = ", ".join(f"{k}={_short(v)}" for k, v in (self.configs.get(trial_id) or {}).items())
         return f"best {self.metric} {value:.4g} (trial {trial_id}{': ' + config if config else ''})"
+
+
+    def held_out_scores(self) -> dict[str, list[float]]:
+        """Each entrant's values on the test seeds whose runs finished at the budget."""
+        scores: dict[str, list[float]] = {}
+        for trial_id, trial in self.by_trial.items():
+            entrant = self.entrant_of.get(trial_id)
+            if entrant is not None and trial.state == "finished" and trial.value is not None:
+                scores.setdefault(entrant, []).append(trial.value)
+        return scores
+
+    def _held_out_text(self) -> str:
+        from rlsweep.seeds import interquartile_mean
+
+        scores = self.held_out_scores()
+        if not scores:
+            return f"held-out {self.metric}: no run finished yet"
+        better = 1 if self.mode == "max" else -1
+        # The leader: most test seeds finished (the race's survivors), then the best IQM over them.
+        entrant = max(scores, key=lambda e: (len(scores[e]), better * interquartile_mean(scores[e])))
+        tuning = (self.tuning_values or {}).get(entrant)
+        beside = f"; tuning value {tuning:.4g}, the search's own: optimistic" if tuning is not None else ""
+        return (f"held-out {self.metric} so far: {interquartile_mean(scores[entrant]):.4g} (IQM over "
+                f"{len(scores[entrant])} test seed(s), trial {entrant}{beside})")
 
 
 def _short(value: Any) -> str:
@@ -255,10 +286,14 @@ class Display:
         return Group(*lines)
 
 
-def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, trials: int | None = None) -> Any:
+def tune_callback(
+    spec: Any, mode: str | None, stream: TextIO | None = None, trials: int | None = None,
+    tuning_values: Mapping[str, float] | None = None,
+) -> Any:
     """A Tune callback that shows the sweep's progress in ``mode`` (None: the terminal's default, decided
     when the sweep starts, so a sweep resumed from a log file shows lines though it began on a terminal;
-    ``trials``: how many the sweep runs, default ``budget.trials``)."""
+    ``trials``: how many the sweep runs, default ``budget.trials``; ``tuning_values``: the held-out stage's
+    entrants' values in the search, which makes it the stage's view)."""
     from ray.tune import Callback
 
     from rlsweep import store
@@ -267,7 +302,8 @@ def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, tri
 
     class Progress(Callback):
         def __init__(self) -> None:
-            self.state = SweepState(spec.metric.name, spec.metric.mode, spec.budget.env_steps, trials or spec.budget.trials)
+            self.state = SweepState(spec.metric.name, spec.metric.mode, spec.budget.env_steps, trials or spec.budget.trials,
+                                    tuning_values=dict(tuning_values) if tuning_values is not None else None)
             self.display: Display | None = None
             self.mode = mode
             self.seeded = False
@@ -287,9 +323,12 @@ def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, tri
         def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
             if not self.seeded:
                 self.seeded = True
+                for trial in trials:
+                    self._note_entrant(trial)
                 self.state.restored(trials, lambda t: _searched(spec, t.config))
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+            self._note_entrant(trial)
             self.state.result(trial.trial_id, result, _searched(spec, trial.config))
             if self.display is None:
                 return
@@ -297,7 +336,12 @@ def tune_callback(spec: Any, mode: str | None, stream: TextIO | None = None, tri
                 self.display.say(result_line(spec, trial.trial_id, result))
             self.display.update()
 
+        def _note_entrant(self, trial: Any) -> None:
+            if self.state.tuning_values is not None and (entrant := (trial.config or {}).get(store.CANDIDATE_KEY)) is not None:
+                self.state.entrant_of[trial.trial_id] = str(entrant)
+
         def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            self._note_entrant(trial)
             self.state.ended(trial.trial_id)
             ended = self.state.by_trial[trial.trial_id]
             if self.display is None:

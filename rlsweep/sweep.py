@@ -52,12 +52,15 @@ def _say(line: str) -> None:
     print(line, file=sys.stdout, flush=True)
 
 
-def _progress_callbacks(spec: SweepSpec, verbose: int, mode: str | None, trials: int | None = None) -> list[Any]:
+def _progress_callbacks(
+    spec: SweepSpec, verbose: int, mode: str | None, trials: int | None = None, tuning_values: Mapping[str, float] | None = None
+) -> list[Any]:
     """The sweep's progress view (:mod:`rlsweep.progress`): ``mode``, or with ``verbose`` the terminal's
-    default (a live view on a terminal, plain lines elsewhere); none with ``verbose`` 0 and no mode."""
+    default (a live view on a terminal, plain lines elsewhere); none with ``verbose`` 0 and no mode.
+    ``tuning_values`` (the held-out stage's entrants'): the stage's view."""
     if mode is None and not verbose:
         return []
-    return [progress.tune_callback(spec, mode, trials=trials)]
+    return [progress.tune_callback(spec, mode, trials=trials, tuning_values=tuning_values)]
 
 
 def _logger_callbacks(spec: SweepSpec) -> list[Any]:
@@ -650,6 +653,7 @@ def run_heldout(
     metric: str,
     address: str | None = None,
     verbose: int = 1,
+    progress: str | None = None,
 ) -> tuple[Path, int]:
     """The held-out stage's runs: each (candidate, test seed) ``driver`` names trains ``plan["configs"]
     [candidate]`` on that seed for the full budget under ``document`` (the stage's spec), into the
@@ -702,7 +706,7 @@ def run_heldout(
                     checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
                     failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
                     verbose=0,
-                    callbacks=_logger_callbacks(spec) + _progress_callbacks(spec, verbose, None, runs),
+                    callbacks=_logger_callbacks(spec) + _progress_callbacks(spec, verbose, progress, runs, plan.get("tuning_values") or {}),
                 ),
             )
         with _tune_environment(), _leave_home_as_it_was():

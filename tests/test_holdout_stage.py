@@ -72,7 +72,7 @@ def with_holdout(tmp_path_factory):
     spec = root / "spec.yaml"
     spec.write_text(yaml.safe_dump(document))
     done = subprocess.run(
-        [sys.executable, "-m", "rlsweep.cli", "run", str(spec), "--progress", "none", "--set", "ray.num_cpus=2"],
+        [sys.executable, "-m", "rlsweep.cli", "run", str(spec), "--progress", "lines", "--set", "ray.num_cpus=2"],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900, start_new_session=True,
     )
     return done, root / "results" / "held"
@@ -84,7 +84,7 @@ def test_the_winner_is_retrained_on_test_seeds_and_reported_as_held_out_beside_i
     assert done.returncode == 0, done.stderr[-3000:]
     stage = json.loads((root / store.HOLDOUT_FILE).read_text())
     swept = rlsweep.load(root)
-    best = swept.best()
+    best = swept.best("avg-last-3")  # the search's best, by the rule it ranks by
     # Too few runs to race: the best by tuning value takes all three, on the first three test seeds.
     assert stage["winner"] == best.trial_id and stage["seeds"] == [1000, 1001, 1002]
     assert not set(stage["seeds"]) & {s for t in swept.trials for s in t.seeds}
@@ -101,6 +101,12 @@ def test_the_winner_is_retrained_on_test_seeds_and_reported_as_held_out_beside_i
     tuning = [line for line in done.stdout.splitlines() if line.startswith("tuning:")]
     assert len(held) == 1 and "test seed(s) the search never used" in held[0] and f"{stage['held_out_iqm']:.6g}" in held[0]
     assert len(tuning) == 1 and "optimistic" in tuning[0] and f"{best.value:.6g}" in tuning[0]
+    # The answer is the stage's: best() gives the held-out estimate and its interval beside the tuning value.
+    answer = swept.best()
+    assert (answer.trial_id, answer.rule, answer.value) == (stage["winner"], "held-out", stage["held_out_iqm"])
+    assert answer.interval == (low, high) and answer.tuning_value == stage["tuning_value"]
+    # The progress view ends the stage on that IQM, beside the tuning value, not on one run's value.
+    assert f"held-out eval_return_mean so far: {stage['held_out_iqm']:.4g} (IQM over 3 test seed(s), trial {stage['winner']}" in done.stdout
     # `rlsweep best` says the same, and its JSON holds the stage.
     again = subprocess.run([sys.executable, "-m", "rlsweep.cli", "best", str(root)], capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)

@@ -48,6 +48,20 @@ def test_the_state_counts_env_steps_against_what_the_sweep_will_run_and_keeps_th
     assert "env steps 1,250 / 1,250 (100%)" in summary and "1 finished, 1 stopped, 1 errored of 3" in summary
 
 
+def test_the_held_out_stage_shows_the_leading_entrants_iqm_beside_its_tuning_value_never_one_lucky_run():
+    state = SweepState("eval_return_mean", "max", budget=1000, trials=5, tuning_values={"t1": 90.0, "t2": 80.0})
+    state.entrant_of.update({"r1": "t1", "r2": "t2", "r3": "t1", "r4": "t1", "r5": "t2"})
+    assert state.best_text() == "held-out eval_return_mean: no run finished yet"
+    # t2's one run was the luckiest; t1 goes on to more seeds, as the race's survivor does.
+    for run, value in (("r1", 10.0), ("r2", 500.0), ("r3", 30.0), ("r4", 20.0)):
+        state.result(run, {"env_steps": 1000, "eval_return_mean": value})
+        state.ended(run)
+    state.result("r5", {"env_steps": 500, "eval_return_mean": 999.0})  # still running: not counted
+    assert state.best_text() == ("held-out eval_return_mean so far: 20 (IQM over 3 test seed(s), trial t1; "
+                                 "tuning value 90, the search's own: optimistic)")
+    assert "held-out eval_return_mean so far: 20" in state.summary()
+
+
 def test_plain_lines_come_at_most_once_per_interval_and_once_more_at_the_end():
     clock = Clock()
     state = SweepState("return_mean", "max", budget=1000, trials=2, clock=clock)

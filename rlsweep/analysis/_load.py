@@ -205,11 +205,14 @@ class Sweep:
         ]
         return pd.DataFrame.from_records(records, columns=columns)
 
-    def best(self, rule: str | SelectionRule = DEFAULT_RULE) -> Best:
+    def best(self, rule: str | SelectionRule | None = None) -> Best:
         """The best trial under ``rule`` and, of its kept checkpoints, the one that scored best under it.
 
-        Rules: ``last``, ``max``, ``avg-last-N`` (default ``avg-last-3``), ``eval`` (the top 3 trials
-        under ``avg-last-3`` re-evaluated greedily on fresh seeds, 10 episodes each on 3 seeds; slower).
+        Rules: ``last``, ``max``, ``avg-last-N``, ``eval`` (the top 3 trials under ``avg-last-3``
+        re-evaluated greedily on fresh seeds, 10 episodes each on 3 seeds; slower), ``confirmed`` (by
+        ``rlsweep confirm``'s IQM), ``held-out`` (the held-out stage's winner, its value the IQM on test seeds
+        the search never used, with ``interval`` and ``tuning_value`` beside it). The default
+        (:meth:`default_rule`): ``held-out`` where the stage finished, else ``avg-last-3``.
 
         Raises:
             UsageError: an unknown rule.
@@ -217,10 +220,17 @@ class Sweep:
                 candidate: ended in an error, diverged, not in Tune's state; under ``eval``, none has a
                 checkpoint), saying which.
         """
+        rule = self.default_rule() if rule is None else rule
         ranked = self.ranked(rule)
         if not ranked:
             raise SweepError(f"{self.path}: {self._why_none_ranked(SelectionRule.parse(rule))}")
         return ranked[0]
+
+    def default_rule(self) -> SelectionRule:
+        """``held-out`` where the sweep's held-out stage chose a winner (the answer is the configuration that
+        scored best on seeds the search never used, not the luckiest trial), else ``avg-last-3``."""
+        stage = self.held_out()
+        return SelectionRule("held-out") if stage is not None and stage.get("winner") in {t.trial_id for t in self.trials} else DEFAULT_RULE
 
     def _why_none_ranked(self, rule: SelectionRule) -> str:
         metric = self.spec.metric.name
@@ -244,6 +254,8 @@ class Sweep:
             return self._ranked_by_evaluation()
         if rule.kind == "confirmed":
             return self._ranked_by_confirmation()
+        if rule.kind == "held-out":
+            return self._ranked_by_holdout()
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
         # A trial that ended in an error (out of retries) or whose config diverged (a NaN loss) is no
@@ -291,6 +303,8 @@ class Sweep:
                 mode="max",
                 rule="confirmed",
                 value=float(row["iqm"]),
+                interval=(float(row["ci_low"]), float(row["ci_high"])) if row.get("ci_low") is not None and row.get("ci_high") is not None else None,
+                tuning_value=float(row["tuning_value"]) if isinstance(row.get("tuning_value"), (int, float)) else None,
             )
             for row in result["configurations"]
             if row["trial_id"] in by_id and row.get("iqm") is not None and not math.isnan(float(row["iqm"]))
@@ -299,6 +313,44 @@ class Sweep:
             where = str(self.path / store.CONFIRMATION_FILE)
             raise UsageError(unusable_confirmation(self.path, result, set(by_id), [d for d in self.damage if d.startswith(where)]), "--rule")
         return ranked
+
+    def _ranked_by_holdout(self) -> list[Best]:
+        """The held-out stage's entrants that are trials of this sweep, its winner first (value: its IQM on
+        its test seeds, with the stage's 95% interval for 10 new seeds), then those it dropped, by their IQM
+        on the fewer seeds they ran (no interval).
+
+        Raises:
+            UsageError: no held-out stage finished in the directory.
+        """
+        stage = self.held_out()
+        if stage is None or "winner" not in stage:
+            raise UsageError(
+                f"{self.path} has no finished held-out stage (a spec's holdout section runs it after the search; "
+                f"`rlsweep resume {self.path}` finishes one that was interrupted)", "--rule")
+        from rlsweep.seeds import interquartile_mean
+
+        by_id = {t.trial_id: t for t in self.trials}
+        metric = str(stage.get("metric", "eval_return_mean"))
+        low, high = (float(v) for v in stage["interval"])
+        ranked = []
+        if stage["winner"] in by_id:
+            ranked.append(replace(
+                self._with_checkpoint(by_id[stage["winner"]], float(stage["held_out_iqm"]), DEFAULT_RULE),
+                metric=metric, mode="max", rule="held-out", value=float(stage["held_out_iqm"]),
+                interval=(low, high), tuning_value=float(stage["tuning_value"]),
+            ))
+        others = []
+        for entrant in stage.get("candidates") or []:
+            trial_id = entrant.get("candidate")
+            values = [float(v) for v in (entrant.get("values") or {}).values() if v is not None]
+            if trial_id == stage["winner"] or trial_id not in by_id or not values:
+                continue
+            value = interquartile_mean(values)
+            others.append(replace(
+                self._with_checkpoint(by_id[trial_id], value, DEFAULT_RULE), metric=metric, mode="max", rule="held-out",
+                value=value, tuning_value=float(entrant.get("tuning_value", math.nan)),
+            ))
+        return ranked + sorted(others, key=lambda b: -b.value)
 
     def confirmation(self) -> dict[str, Any] | None:
         """What ``rlsweep confirm`` measured on held-out seeds (the JSON it printed), or None before it ran

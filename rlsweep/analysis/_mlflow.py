@@ -64,6 +64,8 @@ SEARCHED_TAG = "rlsweep.searched"
 METRIC_TAG = "rlsweep.metric"
 #: MLflow shows this tag as the run's description.
 NOTE_TAG = "mlflow.note.content"
+#: The parent run's answer where a held-out stage ran: its estimate and interval beside the tuning value.
+ANSWER_TAG = "rlsweep.answer"
 
 #: MLflow's limits (3.x): characters in a param key and value, entries in one log_batch call.
 MAX_PARAM_KEY = 250
@@ -479,13 +481,29 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
     )
     # A fixed timestamp and step make a repeated export write the same points, not new ones.
     stamp = max((int(float(r.get(store.TIMESTAMP_KEY, 0)) * 1000) for t in sweep.trials for r in t.rows), default=0)
+    if best.rule == "held-out" and best.interval is not None:
+        # The answer's two numbers, each named for what it is: the held-out estimate (IQM on test seeds the
+        # search never used, with its 95% interval for 10 new seeds) and the search's own value of it.
+        answer = {
+            f"held_out_{best.metric}_iqm": best.value,
+            f"held_out_{best.metric}_ci_low": best.interval[0],
+            f"held_out_{best.metric}_ci_high": best.interval[1],
+            f"tuning_{sweep.spec.metric.name}": best.tuning_value,
+        }
+    else:
+        answer = {f"best_{best.metric}": best.value}
     summary = {
-        f"best_{best.metric}": best.value,
+        **{k: v for k, v in answer.items() if v is not None and math.isfinite(v)},
         "trials": len(sweep.trials),
         "errored_trials": sum(t.state == store.ERROR for t in sweep.trials),
         f"{ENV_STEPS}_total": sum(t.env_steps for t in sweep.trials),
     }
     client.log_batch(parent_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in summary.items()])
+    if best.rule == "held-out" and best.interval is not None:
+        answer_line = held_out_answer(best, sweep.spec.metric.name)
+        client.set_tag(parent_id, ANSWER_TAG, answer_line)
+        # The run's page shows its description: the answer goes first there too.
+        client.set_tag(parent_id, NOTE_TAG, f"**Answer.** {answer_line}\n\n{comparison_tags(sweep.spec)[NOTE_TAG]}")
     with tempfile.TemporaryDirectory() as directory:
         best_path = Path(directory, "best_config.yaml")
         best_path.write_text(yaml.safe_dump({"best": best.to_dict()}, sort_keys=False))
@@ -496,6 +514,14 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
     if best.checkpoint is not None and parent.data.tags.get(BEST_ARTIFACT_TAG) != str(best.checkpoint):
         client.log_artifacts(parent_id, str(best.checkpoint), artifact_path="best_checkpoint")
         client.set_tag(parent_id, BEST_ARTIFACT_TAG, str(best.checkpoint))
+
+
+def held_out_answer(best: Any, tuning_metric: str) -> str:
+    """The held-out answer in one line, the two numbers named for what they are."""
+    low, high = best.interval
+    return (f"held-out {best.metric}: {best.value:.6g} (IQM on test seeds the search never used; 95% interval "
+            f"{low:.6g} to {high:.6g} for its IQM on 10 new seeds), trial {best.trial_id}; tuning {tuning_metric}: "
+            f"{best.tuning_value:.6g} (the search's own value, on its training seeds: optimistic)")
 
 
 def _log_confirmation(

@@ -14,9 +14,11 @@ from rlsweep.errors import UsageError
 
 RULE_HELP = (
     "last | max | avg-last-N (mean of the last N reports; default avg-last-3) | eval (the top 3 by avg-last-3, "
-    "re-evaluated greedily on fresh seeds) | confirmed (by the IQM `rlsweep confirm` measured on test seeds)"
+    "re-evaluated greedily on fresh seeds) | confirmed (by the IQM `rlsweep confirm` measured on test seeds) | "
+    "held-out (the held-out stage's winner, by its IQM on test seeds the search never used; the default where the "
+    "stage ran)"
 )
-_RULE = re.compile(r"^(last|max|eval|confirmed|avg-last-([0-9]+))$")  # 0-9: \d takes any script's digits
+_RULE = re.compile(r"^(last|max|eval|confirmed|held-out|avg-last-([0-9]+))$")  # 0-9: \d takes any script's digits
 
 
 @dataclass(frozen=True)
@@ -24,9 +26,10 @@ class SelectionRule:
     """``last`` (final value), ``max`` (best value ever reported; min for mode min), ``avg-last`` with
     ``n`` (mean of the last n reports, robust to a single noisy peak), ``eval`` (the top trials under the
     default rule re-evaluated greedily on fresh seeds), ``confirmed`` (the configurations ``rlsweep confirm``
-    retrained on held-out seeds, by their IQM there)."""
+    retrained on held-out seeds, by their IQM there), ``held-out`` (the held-out stage's entrants, its
+    winner first, by their IQM on its test seeds)."""
 
-    kind: Literal["last", "max", "avg-last", "eval", "confirmed"]
+    kind: Literal["last", "max", "avg-last", "eval", "confirmed", "held-out"]
     n: int = 1
 
     @classmethod
@@ -90,6 +93,11 @@ class Best:
     checkpoint_value: float | None = None
     checkpoint_env_steps: int | None = None
     trial_path: Path | None = None
+    #: Under ``held-out`` and ``confirmed``: the 95% interval of ``value`` (the held-out stage's for its IQM on
+    #: new seeds; the confirmation's bootstrap interval), and the value the search saw (its own rule, on its
+    #: training seeds: optimistic).
+    interval: tuple[float, float] | None = None
+    tuning_value: float | None = None
 
     def _repr_html_(self) -> str:
         """A compact table in Jupyter: the trial, its value under the rule, the checkpoint and the config."""
@@ -98,6 +106,8 @@ class Best:
         rows = [
             ("trial", self.trial_id),
             (f"{self.metric} ({self.rule}, {self.mode})", f"{self.value:.4g}"),
+            *([("95% interval", f"{self.interval[0]:.4g} to {self.interval[1]:.4g}")] if self.interval else []),
+            *([("tuning value (the search's, optimistic)", f"{self.tuning_value:.4g}")] if self.tuning_value is not None else []),
             ("env steps", f"{self.env_steps:,}"),
             ("checkpoint", f"{self.checkpoint} ({self.checkpoint_value:.4g} at {self.checkpoint_env_steps:,} env steps)"
              if self.checkpoint is not None and self.checkpoint_value is not None and self.checkpoint_env_steps is not None
@@ -120,4 +130,6 @@ class Best:
             "checkpoint": str(self.checkpoint) if self.checkpoint else None,
             "checkpoint_value": self.checkpoint_value,
             "checkpoint_env_steps": self.checkpoint_env_steps,
+            "interval": list(self.interval) if self.interval else None,
+            "tuning_value": self.tuning_value,
         }

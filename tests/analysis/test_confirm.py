@@ -159,6 +159,47 @@ def test_a_confirmation_after_the_held_out_stage_takes_seeds_the_winner_was_not_
     assert plan_confirmation(load(swept), top=1, seeds=996, spent=[1000, 1001, 1002, 1003]).test_seeds[-1] == 1999
 
 
+def held_out_record(winner: str, other: str) -> dict:
+    """A finished held-out stage in which ``winner`` (ranked second in the search) beat ``other`` on test seeds."""
+    return {
+        "winner": winner, "held_out_iqm": 31.5, "interval": [20.0, 40.0], "method": "t_prediction_selected",
+        "tuning_value": 60.0, "seeds": [1000, 1001, 1002], "failed": [], "runs": 4, "metric": "eval_return_mean",
+        "tuning_metric": "return_mean", "tuning_rule": "avg-last-3", "future_seeds": 10,
+        "candidates": [
+            {"candidate": other, "tuning_rank": 1, "tuning_value": 70.0, "values": {"1000": 5.0}, "dropped_in": 0},
+            {"candidate": winner, "tuning_rank": 2, "tuning_value": 60.0, "values": {"1000": 30.0, "1001": 31.5, "1002": 33.0},
+             "dropped_in": None},
+        ],
+    }
+
+
+def test_where_the_held_out_stage_ran_the_answer_is_its_winner_by_its_held_out_score(swept, capsys, tmp_path):
+    write_trial(swept, "eeeee_00004", [50, 60, 70, 80], config={"training.lr": 0.005})
+    assert main(["best", str(swept), "--rule", "held-out"]) == 2
+    assert "has no finished held-out stage" in capsys.readouterr().err
+    assert load(swept).best().trial_id == "eeeee_00004"  # no stage: the search's best by avg-last-3
+    store.write_holdout(swept, held_out_record("aaaaa_00000", "eeeee_00004"))
+    best = load(swept).best()
+    assert (best.trial_id, best.rule, best.metric, best.value) == ("aaaaa_00000", "held-out", "eval_return_mean", 31.5)
+    assert best.interval == (20.0, 40.0) and best.tuning_value == 60.0
+    # The entrant it beat follows, by its IQM on the one seed it ran; the search's own ranking stays asked for.
+    assert [(b.trial_id, b.value) for b in load(swept).ranked("held-out")] == [("aaaaa_00000", 31.5), ("eeeee_00004", 5.0)]
+    assert load(swept).best("avg-last-3").trial_id == "eeeee_00004"
+    assert main(["best", str(swept), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert (said["trial_id"], said["rule"], said["interval"], said["tuning_value"]) == ("aaaaa_00000", "held-out", [20.0, 40.0], 60.0)
+    # The MLflow parent run holds both numbers, each named, and its page says the answer first.
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    parent = MlflowClient(uri).get_run(load(swept).to_mlflow(tracking_uri=uri, experiment="e")).data
+    assert parent.metrics["held_out_eval_return_mean_iqm"] == 31.5 and parent.metrics["tuning_return_mean"] == 60.0
+    assert (parent.metrics["held_out_eval_return_mean_ci_low"], parent.metrics["held_out_eval_return_mean_ci_high"]) == (20.0, 40.0)
+    assert "best_eval_return_mean" not in parent.metrics and parent.tags["rlsweep.best_trial_id"] == "aaaaa_00000"
+    assert parent.tags["mlflow.note.content"].startswith("**Answer.** held-out eval_return_mean: 31.5 (IQM on test seeds")
+    assert "tuning return_mean: 60 (the search's own value" in parent.tags["rlsweep.answer"]
+
+
 def test_a_test_seed_a_trial_trained_with_is_refused(swept):
     settings = {"settings": {"debugging.seed": 1001}, "config": {"debugging.seed": 1001}, "seeds": [1001]}
     write_trial(swept, "ddddd_00003", [1, 2, 3, 4], config={"training.lr": 0.004}, settings=settings)

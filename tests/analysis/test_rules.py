@@ -80,9 +80,11 @@ def test_best_as_json_holds_every_field_a_script_reads():
     assert best.to_dict() == {
         "trial_id": "t1", "config": {"training.lr": 0.01}, "metric": "return_mean", "mode": "max", "rule": "avg-last-3",
         "value": 42.5, "env_steps": 3000, "checkpoint": "/x/checkpoint_000002", "checkpoint_value": 44.0,
-        "checkpoint_env_steps": 2000,
+        "checkpoint_env_steps": 2000, "interval": None, "tuning_value": None,
     }
     assert Best(**{**best.__dict__, "checkpoint": None}).to_dict()["checkpoint"] is None
+    held_out = Best(**{**best.__dict__, "rule": "held-out", "interval": (30.0, 50.0), "tuning_value": 60.0}).to_dict()
+    assert held_out["interval"] == [30.0, 50.0] and held_out["tuning_value"] == 60.0
 
 
 #: Characters Python counts as digits that are not 0-9 (superscripts, Arabic-Indic, Devanagari, fullwidth...).

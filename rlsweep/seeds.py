@@ -21,7 +21,7 @@ import numpy as np
 SEED_PATH = "debugging.seed"
 
 #: How a trial's per-seed values become the one value it reports (``seeds.aggregate``).
-AGGREGATES = ("mean", "median", "iqm", "min")
+AGGREGATES = ("mean", "median", "iqm", "min", "lcb")
 
 
 def seed_base(searcher_seed: int | None, sweep_id: str) -> int:
@@ -66,6 +66,17 @@ def interquartile_mean(values: Sequence[float]) -> float:
     return float(trim_mean(np.asarray(values, dtype=float), 0.25))
 
 
+def lower_confidence_bound(values: Sequence[float], mode: str) -> float:
+    """The mean less one standard error (``std(ddof=1) / sqrt(n)``), towards the worse side under ``mode``:
+    a configuration whose seeds agree keeps nearly its mean, one that scored well on one lucky seed of several
+    loses the most. With one value there is no spread to count: the value itself."""
+    mean = float(np.mean(values))
+    if len(values) < 2:
+        return mean
+    error = float(np.std(values, ddof=1)) / math.sqrt(len(values))
+    return mean - error if mode == "max" else mean + error
+
+
 def aggregate(values: Sequence[float], how: str, mode: str) -> float:
     """One value from the values of a trial's seeds. ``min`` is the worst seed under ``mode`` (the lowest
     when higher is better). NaN while any seed has no value yet (no episode ended), which every Tune
@@ -80,6 +91,8 @@ def aggregate(values: Sequence[float], how: str, mode: str) -> float:
         return interquartile_mean(values)
     if how == "min":
         return float(min(values) if mode == "max" else max(values))
+    if how == "lcb":
+        return lower_confidence_bound(values, mode)
     raise ValueError(f"unknown aggregate {how!r}; expected one of {AGGREGATES}")
 
 
@@ -89,6 +102,7 @@ __all__ = [
     "aggregate",
     "held_out_seeds",
     "interquartile_mean",
+    "lower_confidence_bound",
     "seed_base",
     "trial_seed",
     "trial_seeds",

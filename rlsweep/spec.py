@@ -112,9 +112,10 @@ class SeedsSpec(Section):
     lockstep, in its own process and CPUs, one after the other (so a trial takes about per_trial times as long);
     a row is one iteration of every seed, its env_steps the least of the seeds' counts (with vectorized envs
     they differ by a few steps)"""
-    aggregate: Literal["mean", "median", "iqm", "min"] = "iqm"
+    aggregate: Literal["mean", "median", "iqm", "min", "lcb"] = "iqm"
     """what the searcher and the scheduler see of a trial's seeds: mean | median | iqm (interquartile mean)
-    | min (the worst seed under metric.mode)"""
+    | min (the worst seed under metric.mode) | lcb (the mean less one standard error of it, towards the worse
+    side under metric.mode: a lucky seed among several counts least; needs per_trial >= 2)"""
     tuning: Annotated[list[TrainingSeed], Field(min_length=2, max_length=2)] = [0, 99]
     """the range (inclusive, within 0 to 2**31 - 1) each trial's training seeds (RLlib's debugging.seed) are drawn from"""
     test: Annotated[list[TrainingSeed], Field(min_length=2, max_length=2)] = [1000, 1999]
@@ -864,6 +865,12 @@ def _cross_section_problems(
                 "seeds.per_trial",
                 f"{seeds.per_trial} distinct seeds per trial do not fit in seeds.tuning {seeds.tuning}; widen the "
                 "range or lower per_trial",
+            ))
+        if seeds.aggregate == "lcb" and seeds.per_trial < 2:
+            problems.append(Problem(
+                "seeds.aggregate",
+                f"lcb (the mean less its standard error over a trial's seeds) needs seeds.per_trial >= 2, got "
+                f"{seeds.per_trial}: set per_trial, or another aggregate",
             ))
         if seeds.test[0] <= high and low <= seeds.test[1]:
             problems.append(Problem(

@@ -127,7 +127,7 @@ def test_the_seeds_a_sweep_draws_are_the_same_in_every_release():
         trial_seeds(1, 0, 10, 12, 4)
 
 
-@pytest.mark.parametrize("how", ["mean", "median", "iqm", "min"])
+@pytest.mark.parametrize("how", ["mean", "median", "iqm", "min", "lcb"])
 @pytest.mark.parametrize("mode", ["max", "min"])
 def test_any_seed_without_a_value_yet_makes_the_aggregate_nan(how, mode):
     from rlsweep.seeds import aggregate
@@ -173,6 +173,9 @@ SKEWED = [64.0, 2.0, 16.0, 0.0, 8.0, 1.0, 32.0, 4.0]
         ("iqm", "max", 7.5),
         ("min", "max", 0.0),  # the worst seed when higher is better...
         ("min", "min", 64.0),  # ...and when lower is better
+        # The mean less one standard error (sample std 22.184 over sqrt(8)): 15.875 - 7.843...
+        ("lcb", "max", 8.03181),
+        ("lcb", "min", 23.71819),  # ...plus it when lower is better
     ],
 )
 def test_the_aggregate_is_what_the_searcher_sees(how, mode, expected):
@@ -207,6 +210,10 @@ def test_iqm_cuts_whole_values_and_nan_means_no_value_yet():
     assert math.isnan(aggregate([1.0, math.nan], "mean", "max"))
     with pytest.raises(ValueError, match="unknown aggregate"):
         aggregate([1.0], "max", "max")
+    # A lucky seed costs a configuration more under lcb than under the mean; seeds that agree cost it little.
+    assert aggregate([10.0, 10.0, 110.0], "lcb", "max") < aggregate([38.0, 40.0, 42.0], "lcb", "max")
+    assert aggregate([10.0, 10.0, 110.0], "mean", "max") > aggregate([38.0, 40.0, 42.0], "mean", "max")
+    assert aggregate([5.0], "lcb", "max") == 5.0
 
 
 @pytest.mark.parametrize(
@@ -216,6 +223,7 @@ def test_iqm_cuts_whole_values_and_nan_means_no_value_yet():
         ({"per_trial": 3, "tuning": [5, 6]}, "seeds.per_trial", "do not fit in seeds.tuning [5, 6]"),
         ({"test": [50, 150]}, "seeds.test", "overlaps seeds.tuning [0, 99]"),
         ({"aggregate": "max"}, "seeds.aggregate", "'iqm'"),
+        ({"aggregate": "lcb"}, "seeds.aggregate", "lcb (the mean less its standard error over a trial's seeds) needs seeds.per_trial >= 2, got 1"),
     ],
 )
 def test_seed_settings_that_cannot_work_name_their_path(tmp_path, seeds, path, words):

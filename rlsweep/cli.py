@@ -356,6 +356,50 @@ def _resume(args: argparse.Namespace) -> int:
     return _report(result, _load(str(result.path)).spec.mlflow)
 
 
+#: What every command that reads an experiment takes as DIR.
+DIR_HELP = ("the experiment's folder, or the name of its sweep: the newest folder of that name in ./rlsweep_results "
+            "(the default storage)")
+#: How many names of the experiments under the default storage an unknown name's error lists.
+MAX_NAMES_LISTED = 10
+
+
+def _is_name(text: str) -> bool:
+    """Whether ``text`` can be an experiment's name rather than a path: one path component, no ``~``."""
+    separators = {os.sep, os.altsep} - {None}
+    return bool(text) and text not in (".", "..") and not text.startswith("~") and not any(sep in text for sep in separators)
+
+
+def _experiment_dir(text: str) -> str:
+    """DIR as the user gave it: an experiment's folder, or, where no such file or folder exists, an
+    experiment's name: the folder of its newest sweep under the default storage (said on stderr). A name
+    with no folder there, or whose newest folders started at the same time (copies of one sweep), is
+    invalid input (exit 2) naming what was looked for and where."""
+    from rlsweep import store
+    from rlsweep.spec import DEFAULT_STORAGE
+
+    if os.path.lexists(Path(text).expanduser()) or not _is_name(text):
+        return text  # a path: the command reads it, and says what is wrong with it
+    storage = Path(DEFAULT_STORAGE)
+    found = store.experiments_named(storage, text)
+    if not found:
+        looked = f"no folder {text} here, and no experiment of that name in {storage}/ (the default storage)"
+        if not storage.is_dir():
+            raise UsageError(f"no folder {text} here, and no {storage}/ (the default storage) in {Path.cwd()} to find an "
+                             "experiment of that name in: give the experiment's folder, or run from the folder its sweep "
+                             "ran in", "DIR")
+        names = store.experiment_names(storage)
+        listed = ", ".join(names[:MAX_NAMES_LISTED]) + (f" and {len(names) - MAX_NAMES_LISTED} more" if len(names) > MAX_NAMES_LISTED else "")
+        raise UsageError(f"{looked}; it holds {f'experiments named {listed}' if names else 'no experiment'}", "DIR")
+    (chosen, started), *older = found
+    if tied := [path for path, when in older if when == started]:
+        raise UsageError(f"{text} names {len(tied) + 1} experiments in {storage}/ that started at the same time, "
+                         f"{started:%Y-%m-%d %H:%M:%S} (copies of one sweep?): give one's folder: "
+                         + ", ".join(str(path) for path in [chosen, *tied]), "DIR")
+    newest = f"the newest of {len(found)} experiments of that name, " if older else ""
+    print(f"{text}: {newest}{chosen} (started {started:%Y-%m-%d %H:%M:%S})", file=sys.stderr)
+    return str(chosen)
+
+
 def _load(directory: str) -> Any:
     """An experiment directory named on the command line; a wrong one is invalid input (exit 2)."""
     from rlsweep.analysis import load
@@ -630,12 +674,14 @@ def _tracking_uri(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rlsweep import __version__
     from rlsweep._zoo import ALGORITHMS as ZOO_ALGORITHMS
     from rlsweep.analysis import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, RULE_HELP
     from rlsweep.search_spaces import SEARCHERS
     from rlsweep.spec import DEFAULT_TRACKING_URI
 
     parser = _Parser(prog="rlsweep", description="Hyperparameter sweeps of RLlib agents on Ray Tune.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def with_set(p: argparse.ArgumentParser) -> None:
@@ -687,13 +733,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_run)
 
     p = commands.add_parser("resume", help="continue an interrupted sweep; finished trials are not rerun")
-    p.add_argument("dir")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--spec", help="the spec file you mean to resume with: refused, with the differences, if edited")
     p.add_argument("--address", type=_address, help="join a Ray cluster: 'auto' or 'ray://host:port'")
     p.set_defaults(handler=_resume)
 
     p = commands.add_parser("reproduce", help="rerun one trial from its recorded config and seed, into a new directory")
-    p.add_argument("dir", help="the sweep's experiment directory")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("trial", help="the trial's id (or a unique prefix of it), as `rlsweep status` lists it")
     p.add_argument("--storage", help="where the new experiment directory goes (default: the spec's storage)")
     p.set_defaults(handler=_reproduce)
@@ -701,7 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "confirm", help="retrain the top configurations on held-out test seeds: IQM, 95%% interval, ties"
     )
-    p.add_argument("dir", help="the sweep's experiment directory")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--top", type=int, default=3, help="how many configurations, best first under --rule (default 3)")
     p.add_argument("--seeds", type=int, default=5, help="test seeds per configuration, the first of seeds.test (default 5)")
     p.add_argument("--rule", default=str(DEFAULT_RULE), help=RULE_HELP)
@@ -711,18 +757,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_confirm)
 
     p = commands.add_parser("status", help="trials, states and the best so far")
-    p.add_argument("dir")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)
 
     p = commands.add_parser("best", help="the best trial: config, metric value, checkpoint")
-    p.add_argument("dir")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--rule", default=None, help=RULE_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_best)
 
     p = commands.add_parser("plot", help="a picture of the sweep as a PNG (or SVG, PDF by the file's extension)")
-    p.add_argument("dir")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--kind", default="curves", choices=["curves", "parallel", "importance", "confirmation"],
                    help="curves: the metric against env steps per trial (default); parallel: parameters against the "
                         "score; importance: fANOVA importance; confirmation: held-out seeds' intervals")
@@ -733,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_plot)
 
     p = commands.add_parser("evaluate", help="re-run the top checkpoints greedily on fresh seeds: mean and spread")
-    p.add_argument("dir")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--top", type=int, default=3, help="how many trials, best first under --rule (default 3)")
     p.add_argument("--episodes", type=int, default=10, help="episodes per seed (default 10)")
     p.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_EVAL_SEEDS), help="env seeds")
@@ -742,14 +788,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_evaluate)
 
     p = commands.add_parser("ui", help="start the MLflow UI for a sweep's store on 127.0.0.1 and print its address")
-    p.add_argument("dir", nargs="?", help="an experiment directory: use its spec's tracking URI and experiment")
+    p.add_argument("dir", nargs="?", help=DIR_HELP + "; use its spec's tracking URI and experiment")
     p.add_argument("--tracking-uri", type=_tracking_uri, help=f"the store (default: the spec's, else {DEFAULT_TRACKING_URI})")
     p.add_argument("--experiment", help="open this experiment's runs page")
     p.add_argument("--port", type=int, help="default: a free port")
     p.set_defaults(handler=_ui)
 
     p = commands.add_parser("export", help="log the sweep to MLflow (idempotent)")
-    p.add_argument("dir")
+    p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--tracking-uri", type=_tracking_uri)
     p.add_argument("--experiment")
     p.set_defaults(handler=_export)
@@ -797,6 +843,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "dir", None) is not None:
+            args.dir = _experiment_dir(args.dir)
         return int(args.handler(args))
     except SpecError as exc:
         for line in exc.lines():

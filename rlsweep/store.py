@@ -252,13 +252,56 @@ def _is_dir(path: Path) -> bool:
 # --- the sweep -----------------------------------------------------------------------------------------
 
 
+#: What :func:`new_experiment_dir` adds to a sweep's name where a folder of that name is taken: when it started.
+DATED_FORMAT = "%Y%m%d-%H%M%S"
+_DATED_SUFFIX = r"-\d{8}-\d{6}"
+
+
 def new_experiment_dir(storage: str | Path, name: str) -> Path:
     """A new folder under ``storage`` for a sweep: its name, dated if that one is taken."""
     root = Path(storage).expanduser().resolve()
     path = root / name
     if path.exists():
-        path = root / f"{name}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+        path = root / f"{name}-{_dt.datetime.now():{DATED_FORMAT}}"
     return path
+
+
+def experiments_named(storage: str | Path, name: str) -> list[tuple[Path, _dt.datetime]]:
+    """The experiment folders under ``storage`` that :func:`new_experiment_dir` made for sweeps named
+    ``name`` (``name``, or ``name`` and a date), each with when its sweep started, the newest first. When a
+    sweep started is what its sweep info says, else (the info unreadable, or from a sweep that kept no
+    date) when that file was written. A folder without sweep info is no experiment and is left out."""
+    root = Path(storage).expanduser()
+    pattern = re.compile(re.escape(name) + f"(?:{_DATED_SUFFIX})?")
+    found = []
+    for entry in _entries(root):
+        if pattern.fullmatch(entry.name) and (entry / SWEEP_FILE).is_file():
+            found.append((entry, _started(entry)))
+    return sorted(found, key=lambda pair: pair[1], reverse=True)
+
+
+def experiment_names(storage: str | Path) -> list[str]:
+    """The names of the sweeps whose experiment folders are under ``storage`` (a dated folder's name less
+    its date), sorted."""
+    names = {re.sub(f"{_DATED_SUFFIX}$", "", entry.name) for entry in _entries(Path(storage).expanduser())
+             if (entry / SWEEP_FILE).is_file()}
+    return sorted(names)
+
+
+def _entries(root: Path) -> list[Path]:
+    try:
+        return [entry for entry in root.iterdir() if _is_dir(entry)]
+    except OSError:  # no such folder, or one that cannot be listed: it holds no experiment to name
+        return []
+
+
+def _started(path: Path) -> _dt.datetime:
+    with contextlib.suppress(SweepError, KeyError, ValueError, TypeError):
+        return _dt.datetime.fromisoformat(read_sweep_info(path)["created"]).replace(tzinfo=None)
+    try:
+        return _dt.datetime.fromtimestamp((path / SWEEP_FILE).stat().st_mtime)
+    except OSError:
+        return _dt.datetime.min
 
 
 def create_experiment(path: Path, *, spec_yaml: str, document: Mapping[str, Any], exist_ok: bool = False, **facts: Any) -> str:

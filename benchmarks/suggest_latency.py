@@ -39,6 +39,7 @@ import math
 import os
 import platform
 import pstats
+import signal
 import statistics
 import subprocess
 import sys
@@ -198,19 +199,22 @@ def _trainable(config: dict[str, Any]) -> None:  # never run: the trials' result
 
 
 class Timed:
-    """Wraps a bound method of an instance, recording each call's duration."""
+    """Wraps a bound method of an instance, recording each call's wall-clock and CPU time (the CPU time is
+    what a quiet machine would wait; on a busy one the wall clock is longer)."""
 
     def __init__(self, owner: Any, name: str) -> None:
         self.call: Callable[..., Any] = getattr(owner, name)
         self.times: list[float] = []
+        self.cpu: list[float] = []
         setattr(owner, name, self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return self.call(*args, **kwargs)
         finally:
             self.times.append(time.perf_counter() - start)
+            self.cpu.append(time.process_time() - cpu)
 
 
 def save_state(search_alg: Any, into: Path) -> dict[str, float]:
@@ -239,8 +243,10 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
     suggest = Timed(searcher, "suggest") if searcher is not None else None
     objective = Objective(metric, args.iterations, args.seed)
     marks = sorted(m for m in args.marks if m <= args.trials)
+    cap_s = dict(args.case_cap).get(name, args.cap_s)
 
     next_trial_s: list[float] = []
+    next_trial_cpu_s: list[float] = []
     result_s: dict[int, list[float]] = {}  # completion index -> its on_trial_result calls
     complete_s: list[float] = []
     at_marks: dict[int, dict[str, Any]] = {}
@@ -251,14 +257,16 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
     capped = False
     while completed < args.trials:
         while suggested < args.trials and len(live) < args.concurrency:
-            begin = time.perf_counter()
+            begin, cpu = time.perf_counter(), time.process_time()
             trial = search_alg.next_trial()
-            elapsed = time.perf_counter() - begin
+            elapsed, cpu = time.perf_counter() - begin, time.process_time() - cpu
             if trial is None:
-                if suggest is not None and suggest.times and len(suggest.times) > suggested:
+                if suggest is not None and len(suggest.times) > suggested:
                     suggest.times.pop()  # the limiter said no: not a suggestion
+                    suggest.cpu.pop()
                 break
             next_trial_s.append(elapsed)
+            next_trial_cpu_s.append(cpu)
             suggested += 1
             live.append(trial)
             if suggested in marks:
@@ -278,12 +286,13 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
         complete_s.append(time.perf_counter() - begin)
         completed += 1
         best = max(best, rows[-1][metric])
-        if time.perf_counter() - start > args.cap_s and suggested < args.trials:
+        if time.perf_counter() - start > cap_s and suggested < args.trials:
             capped = True
             break
     total_s = time.perf_counter() - start
 
     suggest_s = suggest.times if suggest is not None else next_trial_s
+    suggest_cpu_s = suggest.cpu if suggest is not None else next_trial_cpu_s
     windows = {}
     for mark in sorted(set(marks) | ({suggested} if capped else set())):
         if mark > suggested:
@@ -291,12 +300,14 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
         low = max(0, mark - args.window)
         windows[str(mark)] = {
             "suggest": spread(suggest_s[low:mark]),
+            "suggest_cpu": spread(suggest_cpu_s[low:mark]),
             "next_trial": spread(next_trial_s[low:mark]),
             "on_trial_result": spread([t for i in range(low + 1, mark + 1) for t in result_s.get(i, [])]),
             "on_trial_complete": spread(complete_s[low:mark]),
             **at_marks.get(mark, {"rss_mb": round(rss_mb(), 1)}),
         }
-    trend = [{"trials": i + 100, "suggest_median_ms": round(statistics.median(suggest_s[i:i + 100]) * 1e3, 3)}
+    trend = [{"trials": i + 100, "suggest_median_ms": round(statistics.median(suggest_s[i:i + 100]) * 1e3, 3),
+              "suggest_cpu_median_ms": round(statistics.median(suggest_cpu_s[i:i + 100]) * 1e3, 3)}
              for i in range(0, len(suggest_s) - 99, 100)]
     report: dict[str, Any] = {
         "case": name,
@@ -306,7 +317,9 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "suggested": suggested,
         "completed": completed,
         "capped": capped,
+        "cap_s": cap_s,
         "total_s": round(total_s, 1),
+        "total_cpu_s": round(time.process_time(), 1),
         "rss_mb_at_start": round(rss_start, 1),
         "rss_mb_at_end": round(rss_mb(), 1),
         "best_value": round(best, 2),
@@ -316,10 +329,11 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
     if capped and len(trend) >= 4:
         # suggest's median per block of 100 fitted as a + b * trials over the later half of the blocks
         late = trend[len(trend) // 2:]
-        xs, ys = [p["trials"] for p in late], [p["suggest_median_ms"] for p in late]
-        slope, intercept = statistics.linear_regression(xs, ys)
-        report["projected_suggest_ms_at_trials"] = {str(args.trials): round(intercept + slope * args.trials, 1),
-                                                    "fit": "linear over the later half of the 100-trial blocks"}
+        projected = {"trials": args.trials, "fit": "linear in the trials, over the later half of the 100-trial blocks"}
+        for key in ("suggest_median_ms", "suggest_cpu_median_ms"):
+            slope, intercept = statistics.linear_regression([p["trials"] for p in late], [p[key] for p in late])
+            projected[key] = round(intercept + slope * args.trials, 1)
+        report["projected"] = projected
     if args.profile and searcher is not None and not capped:
         report["profile"] = profile(search_alg, objective, args.profile)
     return report
@@ -372,6 +386,13 @@ def versions() -> dict[str, str | None]:
     return found
 
 
+def _case_cap(text: str) -> tuple[str, float]:
+    name, _, seconds = text.partition("=")
+    if name not in CASES or not seconds:
+        raise argparse.ArgumentTypeError(f"expected CASE=SECONDS with CASE one of {sorted(CASES)}, got {text!r}")
+    return name, float(seconds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(DEFAULT_CASES), choices=sorted(CASES))
@@ -380,7 +401,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=50, help="trials ending at each mark whose latencies are summarised")
     parser.add_argument("--concurrency", type=int, default=8, help="trials running at once (the cluster's capacity)")
     parser.add_argument("--iterations", type=int, default=20, help="results each trial reports")
-    parser.add_argument("--cap-s", type=float, default=1200.0, help="stop a case after this many seconds")
+    parser.add_argument("--cap-s", type=float, default=1200.0, help="stop a case after this many seconds (wall clock)")
+    parser.add_argument("--case-cap", type=_case_cap, nargs="*", default=[], metavar="CASE=SECONDS",
+                        help="another cap for a case, e.g. optuna=3600: the default must reach the last mark")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spec", default=str(REPO / "examples" / "zoo_ppo_space.yaml"))
     parser.add_argument("--profile", type=int, default=20, help="suggestions profiled after the last trial (0: none)")
@@ -393,6 +416,7 @@ def main() -> None:
         print(json.dumps(run_case(args.one, args)))
         return
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run stops its case's process too
     started = dt.datetime.now()
     out_file = Path(args.out) if args.out else HERE / "results" / f"suggest_latency-{started:%Y-%m-%dT%H%M}.json"
     load_before = os.getloadavg()
@@ -401,6 +425,8 @@ def main() -> None:
         "started": started.isoformat(timespec="seconds"),
         **commit(),
         "settings": {k: v for k, v in vars(args).items() if k not in ("one", "out")},
+        "windows_are": "the --window trials ending at each mark (and at the trial a capped case reached); latencies in "
+                       "wall-clock ms, and suggest_cpu in this process's CPU ms (what a quiet machine would wait)",
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "processor": platform.processor() or platform.machine(), "condition": args.condition,
                     "nice": os.nice(0), "load_average_before": [round(x, 2) for x in load_before]},
@@ -411,7 +437,13 @@ def main() -> None:
     for name in args.cases:
         command = [sys.executable, __file__, "--one", name, *sys.argv[1:]]
         print(f"{name} ...", file=sys.stderr, flush=True)
-        done = subprocess.run(command, capture_output=True, text=True)
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+            try:
+                stdout, stderr = child.communicate()
+            except BaseException:
+                child.terminate()  # stopped (Ctrl-C, kill): the case's process stops with it
+                raise
+        done = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
         if done.returncode != 0:
             report["cases"].append({"case": name, "error": done.stderr.strip().splitlines()[-20:]})
         else:

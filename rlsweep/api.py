@@ -7,6 +7,7 @@ Each function composes the stages: :mod:`rlsweep.sweep` runs trials into the exp
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,12 @@ def held_out(
     if not ranked:
         return {"skipped": f"no trial finished with a value of {spec.metric.name!r}: nothing to retrain on held-out seeds"}
     settings = spec.holdout
+    if (runs := race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial)) < settings.min_seeds:
+        # Only a stage left at its default gets here (validate refuses one the spec sets this small).
+        fits = math.ceil(round(settings.min_seeds / (settings.share * spec.seeds.per_trial), 9))
+        return {"skipped": f"holdout.share {settings.share} of {spec.budget.trials} trial(s) x {spec.seeds.per_trial} "
+                           f"seed(s) affords {runs} held-out run(s), fewer than the {settings.min_seeds} its winner "
+                           f"needs (budget.trials >= {fits} affords them)"}
     plan = plan_race(
         [b.trial_id for b in ranked], race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial),
         test_range=(spec.seeds.test[0], spec.seeds.test[1]), env_steps=spec.budget.env_steps,

@@ -162,6 +162,26 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def held_out_plan_line(spec: Any) -> str:
+    """What the held-out stage will do after the search, and what it costs, as validate says it."""
+    from rlsweep.holdout import DEFAULT_RACE_FROM_RUNS, race_budget
+
+    if spec.holdout is None:
+        return "held-out stage: off (holdout: null); the answer will be the best trial's own value on its tuning seed(s)"
+    settings = spec.holdout
+    runs = race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial)
+    if runs < settings.min_seeds:
+        fits = math.ceil(round(settings.min_seeds / (settings.share * spec.seeds.per_trial), 9))
+        return (f"held-out stage: skipped: holdout.share {settings.share} affords {runs} run(s), fewer than the "
+                f"{settings.min_seeds} its winner needs (budget.trials >= {fits} affords them); the answer will be the "
+                "best trial's own value on its tuning seed(s)")
+    how = (f"up to {settings.candidates} of the best configurations race over test seeds"
+           if runs >= DEFAULT_RACE_FROM_RUNS and settings.candidates > 1 else "the best configuration is retrained on them")
+    return (f"held-out stage: {runs} runs of {spec.budget.env_steps:,} env steps after the search ({runs / (spec.budget.trials * spec.seeds.per_trial):.0%} "
+            f"more env steps): {how}; the answer will be the winner's IQM on test seeds the search never used, with "
+            "a 95% interval")
+
+
 def held_out_lines(stage: Mapping[str, Any], path: Path) -> list[str]:
     """What the held-out stage found, said beside the tuning value, each named for what it is."""
     if stage.get("skipped"):
@@ -212,6 +232,7 @@ def _validate(args: argparse.Namespace) -> int:
              f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})")
     if (buffer := replay_buffer_line(spec)) is not None:
         valid += "\n" + buffer
+    valid += "\n" + held_out_plan_line(spec)
     if not measure:
         why = "ray.memory_check is false" if not spec.ray.memory_check else "--no-memory-check"
         print(valid)

@@ -378,9 +378,10 @@ class SweepSpec(Section):
     overrides it)"""
     metric: MetricSpec = MetricSpec()
     """what "best" means"""
-    holdout: HoldoutSpec | None = None
-    """the held-out stage after the search ({} for its defaults; null or false: none, the sweep reports the
-    best trial's own value on its tuning seeds)"""
+    holdout: HoldoutSpec | None = HoldoutSpec()
+    """the held-out stage after the search, on by default (left out, it runs where its share affords the
+    winner's least seeds, floor(0.3 x trials x per_trial) >= 3, and is skipped, saying so, where it does
+    not); null or false: none, the sweep reports the best trial's own value on its tuning seeds"""
     stop: dict[str, FiniteFloat] = {}
     """per-trial thresholds that end a trial early: metric -> value"""
     checkpoint: CheckpointSpec = CheckpointSpec()
@@ -798,7 +799,8 @@ def _seed_problems(config: Mapping[str, Any], space: SearchSpace) -> list[Proble
 
 def _holdout_problems(holdout: HoldoutSpec | None, budget: BudgetSpec | None, seeds: SeedsSpec | None) -> list[Problem]:
     """What keeps the held-out stage from running as the spec sets it: the runs its share affords against
-    the winner's least seeds, and the test seeds the race takes against seeds.test."""
+    the winner's least seeds, and the test seeds the race takes against seeds.test. Only a section the spec
+    gives is checked: a stage left at its default that the budget cannot afford is skipped, saying so."""
     if holdout is None or budget is None or seeds is None:
         return []
     from rlsweep.holdout import plan_race, race_budget

@@ -149,7 +149,7 @@ def confirmation_document(document: Mapping[str, Any], plan: ConfirmationPlan) -
     seed per trial (the test seed), a greedy evaluation at the budget, and no searching or logging of its own."""
     doc = copy.deepcopy(dict(document))
     doc.pop("preset", None)
-    doc.pop("holdout", None)  # the retraining is itself held out: it has no stage of its own
+    doc["holdout"] = None  # the retraining is itself held out: it has no stage of its own
     config = {k: v for k, v in (doc.get("config") or {}).items() if k != SEED_PATH}
     space = {k: v for k, v in (doc.get("search_space") or {}).items() if k != SEED_PATH}
     episodes = plan.episodes

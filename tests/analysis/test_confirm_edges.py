@@ -138,6 +138,7 @@ def test_the_retraining_spec_is_the_sweeps_with_one_test_seed_per_trial_the_whol
         "search_space": {"training.lr": {"loguniform": [1e-4, 1e-2]}},
         "searcher": "random", "scheduler": "fifo", "stop": {},
         "metric": {"name": CONFIRM_METRIC, "mode": "max"}, "evaluation": {"episodes": 7}, "mlflow": None,
+        "holdout": None,  # the retraining has no held-out stage of its own, though the stage is on by default
         "seeds": {"tuning": [0, 9], "test": [10, 19], "per_trial": 1},
         "budget": {"env_steps": 2000, "trials": 6, "max_concurrent": 2},  # 2 configurations x 3 test seeds
     }

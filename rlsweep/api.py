@@ -94,6 +94,9 @@ def held_out(
     if not ranked:
         return {"skipped": f"no trial finished with a value of {spec.metric.name!r}: nothing to retrain on held-out seeds"}
     settings = spec.holdout
+    if spec.budget.time_s is not None and len(swept.trials) < spec.budget.trials:
+        return {"skipped": f"budget.time_s ({spec.budget.time_s:g} s) ended the search after {len(swept.trials)} of its "
+                           f"{spec.budget.trials} trials; the held-out stage does not run past the sweep's time cap"}
     if (runs := race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial)) < settings.min_seeds:
         # Only a stage left at its default gets here (validate refuses one the spec sets this small).
         fits = math.ceil(round(settings.min_seeds / (settings.share * spec.seeds.per_trial), 9))

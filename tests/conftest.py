@@ -45,6 +45,9 @@ TINY_SPEC: dict[str, Any] = {
     "metric": {"name": "return_mean", "mode": "max"},
     # No pre-flight memory measurement (5-30 s a sweep): tests/test_memory_check.py tests it.
     "ray": {"memory_check": False},
+    # No held-out stage (on by default, it retrains the best configuration after a search of 10 trials or
+    # more): tests/test_holdout_stage.py tests it, the others keep their budget.
+    "holdout": None,
 }
 
 
@@ -208,6 +211,7 @@ def small_ppo(name: str, storage: Path, *, batch: int = 500, minibatch: int = 12
         "storage": str(storage),
         "mlflow": None,
         "ray": {"memory_check": False},  # see TINY_SPEC
+        "holdout": None,  # see TINY_SPEC
     }
     document.update(sections)
     return document

@@ -22,6 +22,10 @@ from rlsweep.seeds import interquartile_mean
 from tests.conftest import REPO, TINY_SPEC, small_ppo
 
 
+#: TINY_SPEC as a user would write it: without a holdout section, so the stage is at its default.
+DEFAULTED = {k: v for k, v in TINY_SPEC.items() if k != "holdout"}
+
+
 def _problems(holdout, **changes):
     document = {**copy.deepcopy(TINY_SPEC), "holdout": holdout, **changes}
     with pytest.raises(SpecError) as caught:
@@ -54,21 +58,21 @@ def test_more_test_seeds_than_the_test_range_holds_are_refused_there():
 def test_the_stage_is_on_by_default_and_null_or_false_turns_it_off(off, tmp_path, capsys):
     from rlsweep.cli import held_out_plan_line, main
 
-    spec = rlsweep.load_spec({**copy.deepcopy(TINY_SPEC), "holdout": off}, preflight=False)
+    spec = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "holdout": off}, preflight=False)
     assert spec.holdout is None and held_out_plan_line(spec).startswith("held-out stage: off (holdout: null)")
     ten = {"env_steps": 4000, "trials": 10}
-    for document in ({**copy.deepcopy(TINY_SPEC), "budget": ten}, {**copy.deepcopy(TINY_SPEC), "holdout": {}, "budget": ten}):
+    for document in ({**copy.deepcopy(DEFAULTED), "budget": ten}, {**copy.deepcopy(DEFAULTED), "holdout": {}, "budget": ten}):
         spec = rlsweep.load_spec(document, preflight=False)
         assert (spec.holdout.share, spec.holdout.candidates, spec.holdout.min_seeds) == (0.3, 4, 3)
     # Left at its default, a stage the budget cannot afford is no error: validate says it will be skipped.
     path = tmp_path / "spec.yaml"
-    for budget, said in ((TINY_SPEC["budget"], "held-out stage: skipped: holdout.share 0.3 affords 0 run(s), fewer than "
+    for budget, said in ((DEFAULTED["budget"], "held-out stage: skipped: holdout.share 0.3 affords 0 run(s), fewer than "
                           "the 3 its winner needs (budget.trials >= 10 affords them)"),
                          ({"env_steps": 4000, "trials": 40}, "held-out stage: 12 runs of 4,000 env steps after the search "
                           "(30% more env steps): up to 4 of the best configurations race over test seeds"),
                          ({"env_steps": 4000, "trials": 12}, "held-out stage: 3 runs of 4,000 env steps after the search "
                           "(25% more env steps): the best configuration is retrained on them")):
-        path.write_text(yaml.safe_dump({**copy.deepcopy(TINY_SPEC), "budget": budget}))
+        path.write_text(yaml.safe_dump({**copy.deepcopy(DEFAULTED), "budget": budget}))
         assert main(["validate", str(path), "--no-memory-check"]) == 0
         assert said in capsys.readouterr().out
 
@@ -79,11 +83,17 @@ def test_a_default_stage_the_budget_cannot_afford_is_skipped_saying_so_and_the_s
 
     root = new_experiment(tmp_path / "exp")
     write_trial(root, "aaaaa_00000", [10, 20, 30, 40], config={"training.lr": 0.001}, done=True)
-    spec = rlsweep.load_spec(copy.deepcopy(TINY_SPEC), preflight=False)
+    spec = rlsweep.load_spec(copy.deepcopy(DEFAULTED), preflight=False)
     stage = held_out(spec, root, verbose=0)
     assert stage == {"skipped": "holdout.share 0.3 of 3 trial(s) x 1 seed(s) affords 0 held-out run(s), fewer than the 3 "
                                 "its winner needs (budget.trials >= 10 affords them)"}
     assert not (root / store.HOLDOUT_DIR).exists() and rlsweep.load(root).best().rule == "avg-last-3"
+    # A search the time cap ended is not followed by a stage that would run past the cap.
+    capped = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": {"env_steps": 4000, "trials": 20, "time_s": 60}},
+                               preflight=False)
+    assert held_out(capped, root, verbose=0) == {
+        "skipped": "budget.time_s (60 s) ended the search after 1 of its 20 trials; the held-out stage does not run past "
+                   "the sweep's time cap"}
 
 
 # --- on real trials -----------------------------------------------------------------------------------

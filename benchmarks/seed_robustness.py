@@ -198,12 +198,41 @@ def _commit() -> dict[str, Any]:
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
+def pool(files: list[Path]) -> Path:
+    """One summary over the runs of several results files of one task (a run split across sessions, or sides
+    added later), each run keeping the commit its file measured."""
+    runs: list[dict[str, Any]] = []
+    sources, tasks = [], set()
+    for file in files:
+        data = json.loads(file.read_text())
+        tasks.add(data["task"])
+        sources.append({"file": file.name, "commit": data.get("commit"), "dirty": data.get("dirty"), "runs": len(data["runs"])})
+        runs += [{**run, "commit": data.get("commit")} for run in data["runs"]]
+    if len(tasks) != 1:
+        raise SystemExit(f"pool files of one task, got {sorted(tasks)}")
+    (task,) = tasks
+    out = HERE / "results" / f"seed_robustness-{task}-pooled-{dt.datetime.now():%Y-%m-%dT%H%M}.json"
+    out.write_text(json.dumps({
+        "benchmark": "seed_robustness", "task": task, "pooled_from": sources, "sides": SIDES, "setup": TASKS[task],
+        "test_seeds": TEST_SEEDS, "episodes": EPISODES, "runs": runs, "summary": summary(runs),
+        "holdout_minus_per1": paired(runs, "holdout", "per1"), "holdout_minus_per3": paired(runs, "holdout", "per3"),
+        "per3_minus_per1": paired(runs, "per3", "per1"),
+    }, indent=1))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pool", type=Path, nargs="+", help="summarize these results files' runs together instead of running")
     parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
     parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(SIDES))
     args = parser.parse_args()
+    if args.pool:
+        out = pool(args.pool)
+        print(json.dumps(json.loads(out.read_text())["summary"], indent=1))
+        print(f"results: {out}")
+        return
     from importlib import metadata
 
     commit = _commit()
@@ -235,6 +264,7 @@ def main() -> None:
                     "summary": summary(runs),
                     "holdout_minus_per1": paired(runs, "holdout", "per1"),
                     "holdout_minus_per3": paired(runs, "holdout", "per3"),
+                    "per3_minus_per1": paired(runs, "per3", "per1"),
                 }, indent=1))
     print(json.dumps(summary(runs), indent=1))
     print(f"results: {out}")

@@ -378,7 +378,7 @@ class SweepSpec(Section):
     overrides it)"""
     metric: MetricSpec = MetricSpec()
     """what "best" means"""
-    holdout: HoldoutSpec | None = HoldoutSpec()
+    holdout: HoldoutSpec | None = Field(default_factory=HoldoutSpec)
     """the held-out stage after the search, on by default (left out, it runs where its share affords the
     winner's least seeds, floor(0.3 x trials x per_trial) >= 3, and is skipped, saying so, where it does
     not); null or false: none, the sweep reports the best trial's own value on its tuning seeds"""

@@ -172,7 +172,6 @@ class SweepState:
         config = ", ".join(f"{k}={_short(v)}" for k, v in (self.configs.get(trial_id) or {}).items())
         return f"best {self.metric} {value:.4g} (trial {trial_id}{': ' + config if config else ''})"
 
-
     def held_out_scores(self) -> dict[str, list[float]]:
         """Each entrant's values on the test seeds whose runs finished at the budget."""
         scores: dict[str, list[float]] = {}

@@ -229,6 +229,16 @@ def save_state(search_alg: Any, into: Path) -> dict[str, float]:
 
 
 def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    import shutil
+
+    scratch = Path(tempfile.mkdtemp(prefix="rlsweep-suggest-"))
+    try:
+        return _run_case(name, args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # the searcher-state saves: up to 80 MB
+
+
+def _run_case(name: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     import logging
     import warnings
 
@@ -236,7 +246,6 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
     logging.getLogger("ray").setLevel(logging.ERROR)
     case = CASES[name]
     rss_start = rss_mb()
-    scratch = Path(tempfile.mkdtemp(prefix="rlsweep-suggest-"))
     search_alg, param_space, metric, mode = build(case, args)
     search_alg = as_tune_drives(search_alg, param_space, metric, mode, args.trials, str(scratch / "storage"))
     searcher = getattr(search_alg, "searcher", None)

@@ -64,6 +64,7 @@ CASES: dict[str, dict[str, Any]] = {
                          "note": "TPE multivariate without group decomposition (not a spec option: the default's "
                                  "sampler with group=False; the same model where no parameter has a condition)"},
     "optuna-cmaes": {"searcher": {"name": "optuna", "sampler": "cmaes"}, "note": "Optuna's CMA-ES (searcher.sampler: cmaes)"},
+    "optuna-qmc": {"searcher": {"name": "optuna", "sampler": "qmc"}, "note": "Optuna's scrambled Sobol points (searcher.sampler: qmc)"},
     "random": {"searcher": {"name": "random"}, "note": "Tune's BasicVariantGenerator (a space without conditions)"},
     "hyperopt": {"searcher": {"name": "hyperopt"}, "note": "HyperOpt's TPE"},
     "nevergrad": {"searcher": {"name": "nevergrad"}, "note": "nevergrad's NGOpt"},

@@ -324,6 +324,7 @@ def holdout_interval(
     future_seeds: int = DEFAULT_FUTURE_SEEDS,
     entrants: int = 1,
     score_range: tuple[float, float] | None = None,
+    tuning_value: float | None = None,
 ) -> tuple[float, float]:
     """A 95% interval for the held-out score of a configuration from its values on test seeds.
 
@@ -333,9 +334,13 @@ def holdout_interval(
         future_seeds: The interval predicts the IQM (the mean, for the t methods) over this many fresh seeds.
         entrants: How many configurations it was chosen among, on these seeds.
         score_range: The task's (lowest, highest) score: the interval is clipped to it.
+        tuning_value: Its value in the search. Where every test seed scored the same (four runs that all
+            failed at a task's floor, say), their spread says nothing about other seeds': the interval then
+            spans from that value to the tuning value, the one other run of it there is.
 
     Returns:
-        (low, high); both the value itself where every value is the same.
+        (low, high); where every value is the same, that value to the tuning value (the value itself
+        without one).
 
     Raises:
         ValueError: fewer than 2 values, a value that is not finite, or an unknown method.
@@ -346,7 +351,8 @@ def holdout_interval(
     if len(data) < 2 or not np.all(np.isfinite(data)):
         raise ValueError(f"an interval needs at least 2 finite values, got {list(values)}")
     if np.all(data == data[0]):
-        low, high = float(data[0]), float(data[0])
+        other = tuning_value if tuning_value is not None and math.isfinite(tuning_value) else float(data[0])
+        low, high = min(float(data[0]), other), max(float(data[0]), other)
     else:
         low, high = INTERVALS[method](data, future_seeds, entrants)
     if score_range is not None:
@@ -515,7 +521,8 @@ class Race:
         estimate = float(_iqm(np.array(values))) if values else math.nan
         interval = (
             holdout_interval(values, method=self.method, future_seeds=self.future_seeds,
-                             entrants=len(self.plan.candidates), score_range=self.plan.score_range)
+                             entrants=len(self.plan.candidates), score_range=self.plan.score_range,
+                             tuning_value=self.plan.tuning_values[winner])
             if len(values) >= 2 else (math.nan, math.nan)
         )
         return RaceResult(

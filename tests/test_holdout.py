@@ -272,6 +272,12 @@ def test_the_winners_failed_run_counts_as_the_lowest_score_where_the_range_is_kn
     assert result.interval == holdout_interval([-90.0, -80.0, -70.0], entrants=1)
 
 
+def test_a_winner_whose_test_seeds_all_scored_the_same_is_reported_with_an_interval_to_its_tuning_value():
+    race = Race(plan("a", runs=4, tuning_values={"a": -76.2}))
+    result = race.result(run_out(race, {"a": [-500.0] * 4}))
+    assert result.held_out_iqm == -500.0 and result.interval == (-500.0, -76.2)
+
+
 def test_a_winner_with_one_finished_run_has_no_interval():
     race = Race(plan("a", runs=2, min_seeds=2))
     result = race.result(run_out(race, {"a": [-90.0, None]}))
@@ -323,6 +329,11 @@ def test_the_interval_is_clipped_to_the_score_range():
     assert holdout_interval(spread, method="t_prediction", score_range=(-500.0, 0.0)) == (-500.0, 0.0)
     assert holdout_interval(spread, method="t_prediction", score_range=(-550.0, 0.0)) == (-550.0, 0.0)
     assert holdout_interval(spread, method="t_prediction", score_range=(-1000.0, 50.0)) == (wide[0], 50.0)
+    # Four runs that all failed at the floor have no spread: the interval reaches to the configuration's one
+    # other run, its tuning value (a zero-width interval at -500 would claim every future seed fails too).
+    assert holdout_interval([-500.0] * 4, tuning_value=-80.0) == (-500.0, -80.0)
+    assert holdout_interval([-500.0] * 4, tuning_value=-80.0, score_range=(-450.0, 0.0)) == (-450.0, -80.0)
+    assert holdout_interval([-500.0] * 4) == holdout_interval([-500.0] * 4, tuning_value=math.nan) == (-500.0, -500.0)
     inside = holdout_interval([-100.0, -90.0, -95.0], method="t_prediction", score_range=(-500.0, 0.0))
     assert inside == holdout_interval([-100.0, -90.0, -95.0], method="t_prediction")
     # a range the whole interval lies above or below pins both ends to that side

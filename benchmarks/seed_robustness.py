@@ -116,9 +116,10 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
         if not stage or "winner" not in stage:
             raise SystemExit(f"{spec.name}: the held-out stage gave no winner: {stage}")
         chosen, reported, interval = stage["winner"], stage["held_out_iqm"], list(stage["interval"])
-        held_out_runs = stage["runs"]
+        held_out_runs, tuning = stage["runs"], stage["tuning_value"]
     else:
         chosen, reported, interval, held_out_runs = result.best.trial_id, result.best.value, None, 0
+        tuning = result.best.value
     start = time.perf_counter()
     confirmed = rlsweep.load(result.path).confirm(1, TEST_SEEDS, trials=[chosen], verbose=0)
     confirm_s = time.perf_counter() - start
@@ -132,6 +133,7 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
         "config": dict(row.get("config") or {}),
         "reported": reported,
         "reported_interval": interval,
+        "tuning_value": tuning,
         "test_iqm": test,
         "test_ci": [row["ci_low"], row["ci_high"]],
         "test_seeds": confirmed["test_seeds"],

@@ -216,7 +216,9 @@ def _print_best(best: Any) -> None:
     for key, value in best.config.items():
         print(f"  {key}: {json.dumps(value)}")
     if best.checkpoint is not None:
-        detail = f" ({best.metric} {best.checkpoint_value:.6g} at {best.checkpoint_env_steps} env steps)" if best.checkpoint_value is not None else ""
+        # Under held-out and confirmed, the checkpoint was scored in the search, by the search's metric and rule.
+        label = "in the search" if best.rule in ("held-out", "confirmed") else best.metric
+        detail = f" ({label} {best.checkpoint_value:.6g} at {best.checkpoint_env_steps} env steps)" if best.checkpoint_value is not None else ""
         print(f"checkpoint:  {best.checkpoint}{detail}")
     else:
         print("checkpoint:  none kept for this trial")

@@ -185,6 +185,16 @@ def test_where_the_held_out_stage_ran_the_answer_is_its_winner_by_its_held_out_s
     # The entrant it beat follows, by its IQM on the one seed it ran; the search's own ranking stays asked for.
     assert [(b.trial_id, b.value) for b in load(swept).ranked("held-out")] == [("aaaaa_00000", 31.5), ("eeeee_00004", 5.0)]
     assert load(swept).best("avg-last-3").trial_id == "eeeee_00004"
+    assert main(["best", str(swept)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["best trial:  aaaaa_00000", "eval_return_mean (held-out, max): 31.5 at 4000 env steps"]
+    assert any(line.startswith("held-out:    31.5 (eval_return_mean") for line in lines)
+    # Its checkpoint was scored in the search (return_mean, avg-last-3), and is said to be, not as the held-out metric.
+    write_trial(swept, "fffff_00005", [10, 20, 30, 40], config={"training.lr": 0.006}, checkpoints=[4000])
+    store.write_holdout(swept, held_out_record("fffff_00005", "eeeee_00004"))
+    assert main(["best", str(swept)]) == 0
+    assert "(in the search 30 at 4000 env steps)" in capsys.readouterr().out
+    store.write_holdout(swept, held_out_record("aaaaa_00000", "eeeee_00004"))
     assert main(["best", str(swept), "--json"]) == 0
     said = json.loads(capsys.readouterr().out)
     assert (said["trial_id"], said["rule"], said["interval"], said["tuning_value"]) == ("aaaaa_00000", "held-out", [20.0, 40.0], 60.0)

@@ -38,6 +38,8 @@ class SweepResult:
         unfinished_trials: Trials an interruption (Ctrl-C) left running or pending: the sweep did not finish,
             ``best`` is the best so far, and ``rlsweep resume`` continues it.
         held_out: The held-out stage's result (``spec.holdout``; :func:`held_out`), or None without one.
+        no_best: Why ``best`` is None (no trial reported the metric yet, or each that did diverged or
+            ended in an error, saying which).
     """
 
     path: Path
@@ -47,6 +49,7 @@ class SweepResult:
     export_error: str | None = None
     unfinished_trials: tuple[str, ...] = ()
     held_out: dict[str, Any] | None = None
+    no_best: str | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -162,10 +165,12 @@ def _finish(
             # The search's results are on disk and its best is still reported: a stage that cannot run must not hide them.
             stage = {"not_run": str(exc)}
             log.warning("the held-out stage did not run: %s", exc)
+    no_best = None
     try:
         best = swept.best()
-    except SweepError:
-        best = None  # no trial reported the metric, or every one that did ended in an error
+    except SweepError as exc:
+        # No trial reported the metric, or every one that did diverged or ended in an error: it says which.
+        best, no_best = None, str(exc).removeprefix(f"{path}: ")
     run_id, export_error = None, None
     if spec.mlflow is not None and spec.mlflow.export:
         try:
@@ -176,7 +181,7 @@ def _finish(
             log.warning("%s", exc)
     return SweepResult(
         path=path, best=best, mlflow_run_id=run_id, errored_trials=errored, export_error=export_error,
-        unfinished_trials=tuple(swept.unfinished()), held_out=stage,
+        unfinished_trials=tuple(swept.unfinished()), held_out=stage, no_best=no_best,
     )
 
 

@@ -338,7 +338,7 @@ def _report(result: Any, mlflow: Any) -> int:
     if result.errored_trials:
         print(f"failed trials: {result.errored_trials} (see `rlsweep status {result.path}`)")
     if result.best is None:
-        print("no trial reported a result", file=sys.stderr)
+        print(f"no answer: {result.no_best or 'no trial reported a result'}", file=sys.stderr)
         if result.interrupted:
             print(f"interrupted: continue the sweep with `rlsweep resume {result.path}`", file=sys.stderr)
             return EXIT_INTERRUPTED

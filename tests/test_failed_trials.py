@@ -116,6 +116,22 @@ def test_status_says_why_each_trial_ended_and_best_passes_over_a_diverged_config
     assert json.loads(capsys.readouterr().out)["trial_id"] == "aaa"
 
 
+def test_a_run_whose_every_trial_diverged_says_so_not_that_none_reported(tmp_path, capsys):
+    import rlsweep
+    from rlsweep.api import _finish
+    from tests.conftest import TINY_SPEC
+
+    root = new_experiment(tmp_path / "exp", {**TINY_SPEC, "mlflow": None})
+    write_trial(root, "bbb", [50, 90], config={"training.lr": 1.0})
+    with (next(root.glob("train_bbb_*")) / store.RESULT_FILE).open("a") as out:
+        out.write(json.dumps({"trial_id": "bbb", "env_steps": 3000, "return_mean": 95, DIVERGED: "default_policy/total_loss=inf"}) + "\n")
+    result = _finish(rlsweep.load_spec({**TINY_SPEC, "mlflow": None}, preflight=False), root, 0)
+    assert result.best is None
+    assert result.no_best == "no trial that reported 'return_mean' is a candidate for the best: bbb diverged"
+    assert cli._report(result, None) == cli.EXIT_ERROR
+    assert capsys.readouterr().err.startswith("no answer: no trial that reported 'return_mean' is a candidate for the best: bbb diverged")
+
+
 def test_optuna_is_told_a_diverged_trial_as_pruned_and_each_step_once(recwarn):
     import optuna
 

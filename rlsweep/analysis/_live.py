@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("rlsweep")
 
 _STOP = object()
+#: Past the first look, new trials up to this many are looked up one search each; more, in one listing.
+LOOK_UP_AT_MOST = 20
 
 
 class _Tail:
@@ -61,6 +63,7 @@ class MlflowTailer:
         self.experiment: str | None = None
         self.parent: str | None = None
         self.tails: dict[str, _Tail] = {}
+        self.listed = False  # every run of the sweep has been looked up once
 
     def flush(self, trials: dict[str, tuple[str, str, dict]]) -> None:
         """Send what ``trials`` hold beyond their runs: trial id -> (its folder in the experiment directory,
@@ -89,10 +92,15 @@ class MlflowTailer:
                     str(self.spec.searcher.name), str(self.spec.scheduler.name),
                     original if self.sweep_id != original else None,
                 )
-            if any(t not in self.tails for t in trials):
-                for trial_id, run in child_runs(client, self.experiment, self.sweep_id).items():
+            if new := [t for t in trials if t not in self.tails]:
+                # The first look lists every run of the sweep (a resumed sweep, or an export, made some); after
+                # it, only the new trials' own runs are looked for, so a sweep of n trials lists O(n) runs in
+                # all, not O(n) at each new trial.
+                listed = self.listed and len(new) <= LOOK_UP_AT_MOST
+                for trial_id, run in child_runs(client, self.experiment, self.sweep_id, new if listed else None).items():
                     if trial_id not in self.tails:
                         self.tails[trial_id] = _Tail(run.info.run_id, int(run.data.tags.get(ROWS_TAG, 0)))
+                self.listed = True
             for trial_id, (trial_path, rows_path, config) in trials.items():
                 self._send(trial_id, Path(trial_path), Path(rows_path), config)
 

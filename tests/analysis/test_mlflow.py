@@ -294,3 +294,39 @@ def test_how_long_an_export_waits_for_a_server_is_five_minutes_or_what_the_envir
         monkeypatch.setenv("RLSWEEP_MLFLOW_WAIT_S", bad)
         with pytest.raises(ExportError, match="RLSWEEP_MLFLOW_WAIT_S must be a number of seconds >= 0"):
             server_wait_s()
+
+
+def test_the_live_logger_looks_up_each_new_trials_run_alone_after_its_first_listing(tmp_path):
+    """A sweep of n trials must not list all of its runs at each new trial (O(n^2) over the sweep): after
+    the first listing, a new trial's run is looked up by its id, and one an export made is still found."""
+    import rlsweep
+
+    from rlsweep.analysis._live import MlflowTailer
+    from rlsweep.analysis._mlflow import create_child
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    document = {**TINY_SPEC, "mlflow": {"tracking_uri": uri, "experiment": "e"}}
+    root = new_experiment(tmp_path / "exp", document)
+    folders = {t: write_trial(root, t, [1.0, 2.0], config={"training.lr": 0.001}) for t in ("t1", "t2", "t3")}
+    queries: list[str] = []
+
+    class Counting(MlflowClient):
+        def search_runs(self, experiment_ids, filter_string="", *args, **kwargs):
+            queries.append(filter_string)
+            return super().search_runs(experiment_ids, filter_string, *args, **kwargs)
+
+    tailer = MlflowTailer(rlsweep.load_spec(document, preflight=False), root, "abc")
+    tailer.client = Counting(uri)
+    flush = lambda *ids: tailer.flush({t: (str(folders[t]), str(folders[t]), {}) for t in ids})  # noqa: E731
+    flush("t1")
+    assert [q for q in queries if "kind` = 'trial'" in q] == ["tags.`rlsweep.sweep_id` = 'abc' and tags.`rlsweep.kind` = 'trial'"]
+    queries.clear()
+    # An export made t3's run in the meantime: looked up by its id, it is found and not made twice.
+    create_child(tailer.client, tailer.experiment, tailer.sweep_id, tailer.parent, "t3", folders["t3"])
+    flush("t1", "t2", "t3")
+    looked = [q for q in queries if "kind` = 'trial'" in q]
+    assert sorted(looked) == [f"tags.`rlsweep.sweep_id` = 'abc' and tags.`rlsweep.kind` = 'trial' and tags.`rlsweep.trial_id` = '{t}'"
+                              for t in ("t2", "t3")]
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("e").experiment_id], "tags.`rlsweep.kind` = 'trial'")
+    assert sorted(r.data.tags["rlsweep.trial_id"] for r in runs) == ["t1", "t2", "t3"]

@@ -162,6 +162,29 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+#: From this many trials, validate says which searchers keep up (benchmarks/suggest_latency.py: Optuna's TPE
+#: passes 100 ms a suggestion near trial 6,500, HyperOpt's near 8,000; nevergrad's driver memory reaches 840 MB).
+LARGE_SWEEP_TRIALS = 5_000
+
+
+def large_sweep_line(spec: Any) -> str | None:
+    """For a sweep of :data:`LARGE_SWEEP_TRIALS` trials or more on a searcher whose cost grows with the
+    trials, which searcher to use instead; None where the searcher keeps up."""
+    if spec.budget.trials < LARGE_SWEEP_TRIALS:
+        return None
+    name, sampler = spec.searcher.name, getattr(spec.searcher, "sampler", None)
+    if name == "optuna" and sampler in ("tpe", "gp", None):
+        slow = f"optuna's {sampler or 'tpe'} sampler takes longer per suggestion as trials accumulate (TPE passes 100 ms near trial 6,500)"
+    elif name in ("hyperopt", "bohb", "bayesopt", "ax"):
+        slow = f"{name} takes longer per suggestion as trials accumulate (hyperopt passes 100 ms near trial 8,000)"
+    elif name == "nevergrad":
+        slow = "nevergrad holds every trial in the driver's memory (about 840 MB at 10,000 trials)"
+    else:
+        return None
+    return (f"searcher: {slow}; for {spec.budget.trials:,} trials, searcher random, or optuna with sampler: qmc, "
+            "keep each suggestion under 5 ms")
+
+
 def held_out_plan_line(spec: Any) -> str:
     """What the held-out stage will do after the search, and what it costs, as validate says it."""
     from rlsweep.holdout import DEFAULT_RACE_FROM_RUNS, race_budget
@@ -235,6 +258,8 @@ def _validate(args: argparse.Namespace) -> int:
     if (buffer := replay_buffer_line(spec)) is not None:
         valid += "\n" + buffer
     valid += "\n" + held_out_plan_line(spec)
+    if (large := large_sweep_line(spec)) is not None:
+        valid += "\n" + large
     if not measure:
         why = "ray.memory_check is false" if not spec.ray.memory_check else "--no-memory-check"
         print(valid)

@@ -100,14 +100,14 @@ def held_out(
     if spec.budget.time_s is not None and len(swept.trials) < spec.budget.trials:
         return {"skipped": f"budget.time_s ({spec.budget.time_s:g} s) ended the search after {len(swept.trials)} of its "
                            f"{spec.budget.trials} trials; the held-out stage does not run past the sweep's time cap"}
-    if (runs := race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial)) < settings.min_seeds:
+    if (runs := race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.max_runs)) < settings.min_seeds:
         # Only a stage left at its default gets here (validate refuses one the spec sets this small).
         fits = math.ceil(round(settings.min_seeds / (settings.share * spec.seeds.per_trial), 9))
         return {"skipped": f"holdout.share {settings.share} of {spec.budget.trials} trial(s) x {spec.seeds.per_trial} "
                            f"seed(s) affords {runs} held-out run(s), fewer than the {settings.min_seeds} its winner "
                            f"needs (budget.trials >= {fits} affords them)"}
     plan = plan_race(
-        [b.trial_id for b in ranked], race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial),
+        [b.trial_id for b in ranked], race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.max_runs),
         test_range=(spec.seeds.test[0], spec.seeds.test[1]), env_steps=spec.budget.env_steps,
         tuning_values={b.trial_id: b.value for b in ranked}, min_seeds=settings.min_seeds,
         max_candidates=settings.candidates, tuning_seeds={s for t in swept.trials for s in t.seeds},

@@ -192,7 +192,7 @@ def held_out_plan_line(spec: Any) -> str:
     if spec.holdout is None:
         return "held-out stage: off (holdout: null); the answer will be the best trial's own value on its tuning seed(s)"
     settings = spec.holdout
-    runs = race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial)
+    runs = race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.max_runs)
     if runs < settings.min_seeds:
         fits = math.ceil(round(settings.min_seeds / (settings.share * spec.seeds.per_trial), 9))
         return (f"held-out stage: skipped: holdout.share {settings.share} affords {runs} run(s), fewer than the "

@@ -30,6 +30,11 @@ from rlsweep.errors import SpecError, SweepError
 #: Held-out runs' share of the sweep's env steps, the winner's least seeds, the race's halving rate and how
 #: many configurations may enter it, by default (``benchmarks/holdout_calibration.py`` chose them).
 DEFAULT_SHARE = 0.3
+#: The most held-out runs a stage takes, whatever its share affords: with 4 entrants the winner then ends on
+#: 20 seeds or more, where the t interval of a 10-seed IQM is within a quarter of the narrowest any number of
+#: seeds gives (sqrt(1/20 + 1/10) against sqrt(1/10)); past it, the env steps are better spent searching,
+#: and a sweep of thousands of trials would need more test seeds than seeds.test holds.
+DEFAULT_MAX_RUNS = 40
 DEFAULT_MIN_SEEDS = 3
 DEFAULT_ETA = 2
 DEFAULT_MAX_CANDIDATES = 4
@@ -51,7 +56,7 @@ BOOTSTRAP_SEED = 0
 Run = tuple[str, int]
 
 
-def race_budget(share: float, trials: int, per_trial: int) -> int:
+def race_budget(share: float, trials: int, per_trial: int, max_runs: int | None = None) -> int:
     """How many held-out runs, each one seed for the full budget, ``share`` of the sweep's env steps affords.
 
     The sweep trains ``trials * per_trial`` seeds of ``budget.env_steps`` each; a held-out run is one seed
@@ -62,8 +67,10 @@ def race_budget(share: float, trials: int, per_trial: int) -> int:
         trials: ``budget.trials``.
         per_trial: ``seeds.per_trial``.
 
+        max_runs: ``holdout.max_runs``: at most this many (None: no cap).
+
     Returns:
-        The number of held-out runs (rounded down).
+        The number of held-out runs (rounded down, and at most ``max_runs``).
 
     Raises:
         SpecError: a share outside (0, 1), or fewer than one trial or seed per trial.
@@ -80,7 +87,8 @@ def race_budget(share: float, trials: int, per_trial: int) -> int:
 
         raise SpecError([Problem(path, rule) for path, rule in problems])
     # Rounded to 9 places first: 0.29 * 100 is 28.999999999999996 in floating point, and means 29 runs.
-    return math.floor(round(share * trials * per_trial, 9))
+    runs = math.floor(round(share * trials * per_trial, 9))
+    return runs if max_runs is None else min(runs, max_runs)
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,9 @@ class HoldoutSpec(Section):
     retrained, on all of them"""
     min_seeds: Annotated[StrictInt, Field(ge=2, le=1000)] = 3
     """the least test seeds the winner is scored on (an interval needs two)"""
+    max_runs: Annotated[StrictInt, Field(ge=2, le=100_000)] = 40
+    """the most held-out runs, whatever the share affords (a sweep of thousands of trials spends the rest on
+    searching; 40 leave the winner 20 test seeds or more)"""
 
 
 class MetricSpec(Section):
@@ -805,8 +808,11 @@ def _holdout_problems(holdout: HoldoutSpec | None, budget: BudgetSpec | None, se
         return []
     from rlsweep.holdout import plan_race, race_budget
 
+    if holdout.max_runs < holdout.min_seeds:
+        return [Problem("holdout.max_runs", f"must be at least holdout.min_seeds ({holdout.min_seeds}), the least test "
+                                            f"seeds the winner is scored on; got {holdout.max_runs}")]
     try:
-        runs = race_budget(holdout.share, budget.trials, seeds.per_trial)
+        runs = race_budget(holdout.share, budget.trials, seeds.per_trial, holdout.max_runs)
         # The worst case: one trial finishes, and it takes every run, each on a test seed of its own.
         plan_race(["0"], runs, test_range=(seeds.test[0], seeds.test[1]),
                   env_steps=budget.env_steps, min_seeds=holdout.min_seeds, max_candidates=holdout.candidates)

@@ -52,6 +52,7 @@ def run_out(race, table, done=None):
 )
 def test_the_budget_is_the_share_of_the_sweeps_seed_runs_rounded_down(share, trials, per_trial, runs):
     assert race_budget(share, trials, per_trial) == runs
+    assert race_budget(share, trials, per_trial, max_runs=runs) == runs and race_budget(share, trials, per_trial, max_runs=2) == min(runs, 2)
 
 
 @pytest.mark.parametrize("share", [0.0, 1.0, -0.1, 1.5])

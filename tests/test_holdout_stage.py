@@ -64,12 +64,20 @@ def test_the_stage_is_on_by_default_and_null_or_false_turns_it_off(off, tmp_path
     for document in ({**copy.deepcopy(DEFAULTED), "budget": ten}, {**copy.deepcopy(DEFAULTED), "holdout": {}, "budget": ten}):
         spec = rlsweep.load_spec(document, preflight=False)
         assert (spec.holdout.share, spec.holdout.candidates, spec.holdout.min_seeds) == (0.3, 4, 3)
+    # However large the sweep, the stage takes at most max_runs (40) runs: a 6,000-trial sweep is no 1,800.
+    from rlsweep.holdout import DEFAULT_MAX_RUNS
+
+    assert rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": ten}, preflight=False).holdout.max_runs == DEFAULT_MAX_RUNS == 40
+    assert _problems({"max_runs": 2})["holdout.max_runs"] == ("must be at least holdout.min_seeds (3), the least test seeds the "
+                                                              "winner is scored on; got 2")
     # Left at its default, a stage the budget cannot afford is no error: validate says it will be skipped.
     path = tmp_path / "spec.yaml"
     for budget, said in ((DEFAULTED["budget"], "held-out stage: skipped: holdout.share 0.3 affords 0 run(s), fewer than "
                           "the 3 its winner needs (budget.trials >= 10 affords them)"),
                          ({"env_steps": 4000, "trials": 40}, "held-out stage: 12 runs of 4,000 env steps after the search "
                           "(30% more env steps): up to 4 of the best configurations race over test seeds"),
+                         ({"env_steps": 4000, "trials": 6000}, "held-out stage: 40 runs of 4,000 env steps after the search "
+                          "(1% more env steps): up to 4 of the best configurations race over test seeds"),
                          ({"env_steps": 4000, "trials": 12}, "held-out stage: 3 runs of 4,000 env steps after the search "
                           "(25% more env steps): the best configuration is retrained on them")):
         path.write_text(yaml.safe_dump({**copy.deepcopy(DEFAULTED), "budget": budget}))

@@ -91,6 +91,11 @@ def race_budget(share: float, trials: int, per_trial: int, max_runs: int | None 
     return runs if max_runs is None else min(runs, max_runs)
 
 
+def least_trials(share: float, per_trial: int, runs: int) -> int:
+    """The fewest ``budget.trials`` whose share affords ``runs`` held-out runs (:func:`race_budget`)."""
+    return math.ceil(round(runs / (share * per_trial), 9))
+
+
 @dataclass(frozen=True)
 class Stage:
     """One round of the race: how many candidates it holds and how many test seeds (the first ones) each

@@ -142,8 +142,9 @@ class HoldoutSpec(Section):
     """at most this many of the search's best configurations enter the race (successive halving over seeds:
     the better half goes on each round); with fewer than 10 held-out runs only the best by tuning value is
     retrained, on all of them"""
-    min_seeds: Annotated[StrictInt, Field(ge=2, le=1000)] = 3
-    """the least test seeds the winner is scored on (an interval needs two)"""
+    min_seeds: Annotated[StrictInt, Field(ge=2, le=1000)] = 6
+    """the least test seeds the winner is scored on (an interval needs two; from fewer than 6, its interval
+    covers the score on new seeds too rarely)"""
     max_runs: Annotated[StrictInt, Field(ge=2, le=100_000)] = 40
     """the most held-out runs, whatever the share affords (a sweep of thousands of trials spends the rest on
     searching; 40 leave the winner 20 test seeds or more)"""
@@ -383,7 +384,7 @@ class SweepSpec(Section):
     """what "best" means"""
     holdout: HoldoutSpec | None = Field(default_factory=HoldoutSpec)
     """the held-out stage after the search, on by default (left out, it runs where its share affords the
-    winner's least seeds, floor(0.3 x trials x per_trial) >= 3, and is skipped, saying so, where it does
+    winner's least seeds, floor(0.3 x trials x per_trial) >= 6, and is skipped, saying so, where it does
     not); null or false: none, the sweep reports the best trial's own value on its tuning seeds"""
     stop: dict[str, FiniteFloat] = {}
     """per-trial thresholds that end a trial early: metric -> value"""

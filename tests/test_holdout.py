@@ -24,8 +24,10 @@ SKEWED = [-500.0, -91.0, -84.0, -80.0, -470.0, -97.0, -88.0]
 
 
 def plan(ranked="abcd", runs=8, **kwargs):
-    """A plan that races from 4 runs on, as the planner's tables here assume (the default races from 10)."""
+    """A plan that races from 4 runs on and leaves the winner at least 3 seeds, as the planner's tables here
+    assume (the default races from 10 and leaves 6)."""
     kwargs.setdefault("race_from_runs", 4)
+    kwargs.setdefault("min_seeds", 3)
     return plan_race(list(ranked), runs, test_range=kwargs.pop("test_range", TEST), env_steps=50_000, **kwargs)
 
 

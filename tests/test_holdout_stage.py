@@ -40,11 +40,11 @@ def test_a_share_that_is_not_strictly_between_0_and_1_is_refused_at_its_path(sha
 
 
 def test_a_share_too_small_for_the_winners_seeds_is_refused_with_the_numbers():
-    # 5 trials of one seed: 0.3 of them affords one held-out run; the winner needs 3.
-    problems = _problems({"share": 0.3}, budget={"env_steps": 4000, "trials": 5})
-    assert "affords 1" in problems["holdout.share"] and "3" in problems["holdout.share"], problems
-    # At the bound it validates: 10 trials, 0.3 -> 3 runs, the least the winner needs.
-    document = {**copy.deepcopy(TINY_SPEC), "holdout": {"share": 0.3}, "budget": {"env_steps": 4000, "trials": 10}}
+    # 19 trials of one seed: 0.3 of them affords 5 held-out runs; the winner needs 6.
+    problems = _problems({"share": 0.3}, budget={"env_steps": 4000, "trials": 19})
+    assert "affords 5 runs" in problems["holdout.share"] and "needs at least 6" in problems["holdout.share"], problems
+    # At the bound it validates: 20 trials, 0.3 -> 6 runs, the least the winner needs.
+    document = {**copy.deepcopy(TINY_SPEC), "holdout": {"share": 0.3}, "budget": {"env_steps": 4000, "trials": 20}}
     assert rlsweep.load_spec(document, preflight=False).holdout.share == 0.3
 
 
@@ -60,26 +60,26 @@ def test_the_stage_is_on_by_default_and_null_or_false_turns_it_off(off, tmp_path
 
     spec = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "holdout": off}, preflight=False)
     assert spec.holdout is None and held_out_plan_line(spec).startswith("held-out stage: off (holdout: null)")
-    ten = {"env_steps": 4000, "trials": 10}
-    for document in ({**copy.deepcopy(DEFAULTED), "budget": ten}, {**copy.deepcopy(DEFAULTED), "holdout": {}, "budget": ten}):
+    twenty = {"env_steps": 4000, "trials": 20}
+    for document in ({**copy.deepcopy(DEFAULTED), "budget": twenty}, {**copy.deepcopy(DEFAULTED), "holdout": {}, "budget": twenty}):
         spec = rlsweep.load_spec(document, preflight=False)
-        assert (spec.holdout.share, spec.holdout.candidates, spec.holdout.min_seeds) == (0.3, 4, 3)
+        assert (spec.holdout.share, spec.holdout.candidates, spec.holdout.min_seeds) == (0.3, 4, 6)
     # However large the sweep, the stage takes at most max_runs (40) runs: a 6,000-trial sweep is no 1,800.
     from rlsweep.holdout import DEFAULT_MAX_RUNS
 
-    assert rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": ten}, preflight=False).holdout.max_runs == DEFAULT_MAX_RUNS == 40
-    assert _problems({"max_runs": 2})["holdout.max_runs"] == ("must be at least holdout.min_seeds (3), the least test seeds the "
+    assert rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": twenty}, preflight=False).holdout.max_runs == DEFAULT_MAX_RUNS == 40
+    assert _problems({"max_runs": 2})["holdout.max_runs"] == ("must be at least holdout.min_seeds (6), the least test seeds the "
                                                               "winner is scored on; got 2")
     # Left at its default, a stage the budget cannot afford is no error: validate says it will be skipped.
     path = tmp_path / "spec.yaml"
     for budget, said in ((DEFAULTED["budget"], "held-out stage: skipped: holdout.share 0.3 affords 0 run(s), fewer than "
-                          "the 3 its winner needs (budget.trials >= 10 affords them)"),
+                          "the 6 its winner needs (budget.trials >= 20 affords them)"),
                          ({"env_steps": 4000, "trials": 40}, "held-out stage: 12 runs of 4,000 env steps after the search "
                           "(30% more env steps): up to 4 of the best configurations race over test seeds"),
                          ({"env_steps": 4000, "trials": 6000}, "held-out stage: 40 runs of 4,000 env steps after the search "
                           "(1% more env steps): up to 4 of the best configurations race over test seeds"),
-                         ({"env_steps": 4000, "trials": 12}, "held-out stage: 3 runs of 4,000 env steps after the search "
-                          "(25% more env steps): the best configuration is retrained on them")):
+                         ({"env_steps": 4000, "trials": 30}, "held-out stage: 9 runs of 4,000 env steps after the search "
+                          "(30% more env steps): the best configuration is retrained on them")):
         path.write_text(yaml.safe_dump({**copy.deepcopy(DEFAULTED), "budget": budget}))
         assert main(["validate", str(path), "--no-memory-check"]) == 0
         assert said in capsys.readouterr().out
@@ -93,8 +93,8 @@ def test_a_default_stage_the_budget_cannot_afford_is_skipped_saying_so_and_the_s
     write_trial(root, "aaaaa_00000", [10, 20, 30, 40], config={"training.lr": 0.001}, done=True)
     spec = rlsweep.load_spec(copy.deepcopy(DEFAULTED), preflight=False)
     stage = held_out(spec, root, verbose=0)
-    assert stage == {"skipped": "holdout.share 0.3 of 3 trial(s) x 1 seed(s) affords 0 held-out run(s), fewer than the 3 "
-                                "its winner needs (budget.trials >= 10 affords them)"}
+    assert stage == {"skipped": "holdout.share 0.3 of 3 trial(s) x 1 seed(s) affords 0 held-out run(s), fewer than the 6 "
+                                "its winner needs (budget.trials >= 20 affords them)"}
     assert not (root / store.HOLDOUT_DIR).exists() and rlsweep.load(root).best().rule == "avg-last-3"
     # A search the time cap ended is not followed by a stage that would run past the cap.
     capped = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": {"env_steps": 4000, "trials": 20, "time_s": 60}},

@@ -18,7 +18,7 @@ Tasks (the score range is what "10% of the range" is measured against):
   q ~ U(0, 0.25) a seed fails to U(-1500, -1000).
 
 Per task and per (trials, share, the winner's least share of the runs, entrants; the winner's least seeds
-3) it reports, over the sweeps:
+the stage's default) it reports, over the sweeps:
 
 - ``coverage``: per interval method, how often the reported 95% interval holds the winner's 10-seed test IQM
   (the goal is at least 0.9);
@@ -31,6 +31,12 @@ Every value of a (sweep, configuration, seed) comes from its own seeded generato
 same sweeps and the same seeds (common random numbers): the settings compare paired.
 
     .venv/bin/python benchmarks/holdout_calibration.py [--sweeps 100] [--seed 0]
+
+A second part (``small_stage``) decides the winner's least seeds: the search's best of 16 configurations
+alone on n = 3-8 test seeds (what a stage too small to race does), its interval's coverage of the 10-seed
+test IQM per n, on each simulated task and on real scores (``real``: each configuration that
+``seed_robustness.py`` retrained on 10 test seeds is a population to draw n stage seeds and 10 test seeds
+from). ``--small-only`` runs only that part.
 
 Writes ``benchmarks/results/holdout_calibration-<date>.json``.
 """
@@ -62,7 +68,7 @@ from rlsweep import holdout as _holdout  # noqa: E402
 RANGES = {"acrobot": (-500.0, 0.0), "cartpole": (0.0, 500.0), "pendulum": (-1600.0, 0.0)}
 TRIALS = (20, 50, 100)
 SHARES = (0.2, 0.3)
-MIN_SEEDS = 3
+MIN_SEEDS = _holdout.DEFAULT_MIN_SEEDS
 WINNER_SHARES = (0.0, 0.5, 0.7)
 ENTRANTS = (1, 2, 4, 8)
 FUTURE_SEEDS = 10
@@ -181,6 +187,63 @@ def summarize(task: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: Small stages: the search's best configuration alone (too few runs to race) on this many test seeds.
+SMALL_SEEDS = (3, 4, 5, 6, 8)
+SMALL_TRIALS = 16
+SMALL_SWEEPS = 400
+
+
+def small_stage(task: str, master: int, sweeps: int) -> dict[str, Any]:
+    """How often the interval from the top configuration's n test seeds holds its 10-seed test IQM (the
+    winner's least seeds decide it: below ``race_from_runs`` the stage is exactly this)."""
+    span = RANGES[task][1] - RANGES[task][0]
+    rows: dict[int, dict[str, list[float]]] = {n: {"covered": [], "width": [], "gap": []} for n in SMALL_SEEDS}
+    for s in range(sweeps):
+        sweep = simulate_sweep(task, master, s, SMALL_TRIALS)
+        top = sweep["order"][0]
+        fresh = [seed_score(task, sweep["configs"][top], (*sweep["key"], top, FRESH_LOW + k)) for k in range(FUTURE_SEEDS)]
+        test_iqm = float(trim_mean(fresh, 0.25))
+        for n in SMALL_SEEDS:
+            values = [seed_score(task, sweep["configs"][top], (*sweep["key"], top, TEST_LOW + k)) for k in range(n)]
+            low, high = _holdout.holdout_interval(values, future_seeds=FUTURE_SEEDS, score_range=RANGES[task],
+                                                  tuning_value=sweep["tuning"][top])
+            rows[n]["covered"].append(low <= test_iqm <= high)
+            rows[n]["width"].append((high - low) / span)
+            rows[n]["gap"].append(abs(float(trim_mean(values, 0.25)) - test_iqm) / span)
+    return {str(n): {"coverage": round(float(np.mean(r["covered"])), 3),
+                     "median_width_share": round(float(np.median(r["width"])), 3),
+                     "median_abs_gap_share": round(float(np.median(r["gap"])), 4)} for n, r in rows.items()}
+
+
+def small_stage_real(draws: int = 2000) -> dict[str, Any]:
+    """The same on real scores: each configuration a seed_robustness run retrained on 10 test seeds is a
+    population; n stage seeds and 10 test seeds are drawn from it with replacement."""
+    populations = []
+    for file in sorted((HERE / "results").glob("seed_robustness-*.json")):
+        data = json.loads(file.read_text())
+        if "pooled" in file.name or data.get("task") not in RANGES:
+            continue  # a pooled file repeats its sources' runs
+        span = RANGES[data["task"]][1] - RANGES[data["task"]][0]
+        for run in data["runs"]:
+            if len(run.get("per_test_seed") or {}) >= 10:
+                populations.append((np.array(list(run["per_test_seed"].values()), float), span, run.get("tuning_value")))
+    rng = np.random.default_rng(0)
+    rows: dict[int, dict[str, list[float]]] = {n: {"covered": [], "width": [], "gap": []} for n in SMALL_SEEDS}
+    for values, span, tuning in populations:
+        for _ in range(draws // max(len(populations), 1) + 1):
+            test_iqm = float(trim_mean(rng.choice(values, FUTURE_SEEDS), 0.25))
+            for n in SMALL_SEEDS:
+                drawn = rng.choice(values, n)
+                low, high = _holdout.holdout_interval(drawn, future_seeds=FUTURE_SEEDS, tuning_value=tuning)
+                rows[n]["covered"].append(low <= test_iqm <= high)
+                rows[n]["width"].append((high - low) / span)
+                rows[n]["gap"].append(abs(float(trim_mean(drawn, 0.25)) - test_iqm) / span)
+    return {"populations": len(populations),
+            **{str(n): {"coverage": round(float(np.mean(r["covered"])), 3),
+                        "median_width_share": round(float(np.median(r["width"])), 3),
+                        "median_abs_gap_share": round(float(np.median(r["gap"])), 4)} for n, r in rows.items()}}
+
+
 def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False).stdout.strip()
 
@@ -190,13 +253,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweeps", type=int, default=100, help="simulated sweeps per task and setting")
     parser.add_argument("--seed", type=int, default=0, help="the study's master seed")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--small-only", action="store_true", help="only the small-stage part (a minute, not ten)")
     args = parser.parse_args(argv)
     _holdout.RESAMPLES = STUDY_RESAMPLES
     # the code measured is the code at the start: other commits may land while it runs
     commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "rlsweep/holdout.py", "benchmarks/holdout_calibration.py") else "")
     started = time.perf_counter()
     results: dict[str, Any] = {}
-    for task in RANGES:
+    small = {task: small_stage(task, args.seed, SMALL_SWEEPS) for task in RANGES}
+    small["real"] = small_stage_real()
+    for task, rows in small.items():
+        print("small stage", task, json.dumps(rows), flush=True)
+    for task in () if args.small_only else RANGES:
         for trials in TRIALS:
             sweeps = [simulate_sweep(task, args.seed, s, trials) for s in range(args.sweeps)]
             for share, winner_share, entrants in itertools.product(SHARES, WINNER_SHARES, ENTRANTS):
@@ -220,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "resamples": STUDY_RESAMPLES,
         "seconds": round(time.perf_counter() - started, 1),
         "results": results,
+        "small_stage": {"trials": SMALL_TRIALS, "sweeps": SMALL_SWEEPS, "interval": _holdout.DEFAULT_INTERVAL, **small},
     }
     out = args.out or HERE / "results" / f"holdout_calibration-{dt.datetime.now(dt.timezone.utc):%Y-%m-%dT%H%M}.json"
     out.write_text(json.dumps(document, indent=1) + "\n")

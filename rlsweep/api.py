@@ -86,7 +86,7 @@ def held_out(
     from rlsweep import store
     from rlsweep.analysis import DEFAULT_RULE
     from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
-    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, least_trials, plan_race, race_budget
+    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, affords_them, plan_race, race_budget
 
     if (done_before := store.read_holdout(path)) is not None:
         return done_before
@@ -101,10 +101,10 @@ def held_out(
                            f"{spec.budget.trials} trials; the held-out stage does not run past the sweep's time cap"}
     if (runs := race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.max_runs)) < settings.min_seeds:
         # Only a stage left at its default gets here (validate refuses one the spec sets this small).
-        fits = least_trials(settings.share, spec.seeds.per_trial, settings.min_seeds)
+        fits = affords_them(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.min_seeds)
         return {"skipped": f"holdout.share {settings.share} of {spec.budget.trials} trial(s) x {spec.seeds.per_trial} "
                            f"seed(s) affords {runs} held-out run(s), fewer than the {settings.min_seeds} its winner "
-                           f"needs (budget.trials >= {fits} affords them)"}
+                           f"needs ({fits})"}
     plan = plan_race(
         [b.trial_id for b in ranked], runs,
         test_range=(spec.seeds.test[0], spec.seeds.test[1]), env_steps=spec.budget.env_steps,

@@ -187,16 +187,16 @@ def large_sweep_line(spec: Any) -> str | None:
 
 def held_out_plan_line(spec: Any) -> str:
     """What the held-out stage will do after the search, and what it costs, as validate says it."""
-    from rlsweep.holdout import DEFAULT_RACE_FROM_RUNS, least_trials, race_budget
+    from rlsweep.holdout import DEFAULT_RACE_FROM_RUNS, affords_them, race_budget
 
     if spec.holdout is None:
         return "held-out stage: off (holdout: null); the answer will be the best trial's own value on its tuning seed(s)"
     settings = spec.holdout
     runs = race_budget(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.max_runs)
     if runs < settings.min_seeds:
-        fits = least_trials(settings.share, spec.seeds.per_trial, settings.min_seeds)
+        fits = affords_them(settings.share, spec.budget.trials, spec.seeds.per_trial, settings.min_seeds)
         return (f"held-out stage: skipped: holdout.share {settings.share} affords {runs} run(s), fewer than the "
-                f"{settings.min_seeds} its winner needs (budget.trials >= {fits} affords them); the answer will be the "
+                f"{settings.min_seeds} its winner needs ({fits}); the answer will be the "
                 "best trial's own value on its tuning seed(s)")
     how = (f"up to {settings.candidates} of the best configurations race over test seeds"
            if runs >= DEFAULT_RACE_FROM_RUNS and settings.candidates > 1 else "the best configuration is retrained on them")

@@ -100,6 +100,21 @@ def least_trials(share: float, per_trial: int, runs: int) -> int:
     return math.ceil(round(runs / (share * per_trial), 9))
 
 
+def least_share(trials: int, per_trial: int, runs: int) -> float | None:
+    """The smallest ``holdout.share`` (in hundredths) that affords ``runs`` held-out runs to a sweep of
+    ``trials`` x ``per_trial``; None where no share below 1 does."""
+    share = math.ceil(round(100 * runs / (trials * per_trial), 9)) / 100
+    return share if share < 1 else None
+
+
+def affords_them(share: float, trials: int, per_trial: int, runs: int) -> str:
+    """How a budget too small for ``runs`` held-out runs would afford them: more trials, or a larger share."""
+    said = f"budget.trials >= {least_trials(share, per_trial, runs)}"
+    if (larger := least_share(trials, per_trial, runs)) is not None:
+        said += f" or holdout.share >= {larger:g}"
+    return f"{said} affords them"
+
+
 @dataclass(frozen=True)
 class Stage:
     """One round of the race: how many candidates it holds and how many test seeds (the first ones) each
@@ -561,6 +576,8 @@ __all__ = [
     "DEFAULT_INTERVAL",
     "DEFAULT_MAX_CANDIDATES",
     "DEFAULT_MIN_SEEDS",
+    "affords_them",
+    "least_share",
     "DEFAULT_RACE_FROM_RUNS",
     "DEFAULT_SHARE",
     "DEFAULT_WINNER_SHARE",

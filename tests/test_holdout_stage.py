@@ -74,6 +74,8 @@ def test_the_stage_is_on_by_default_and_null_or_false_turns_it_off(off, tmp_path
     path = tmp_path / "spec.yaml"
     for budget, said in ((DEFAULTED["budget"], "held-out stage: skipped: holdout.share 0.3 affords 0 run(s), fewer than "
                           "the 6 its winner needs (budget.trials >= 20 affords them)"),
+                         ({"env_steps": 4000, "trials": 16}, "held-out stage: skipped: holdout.share 0.3 affords 4 run(s), "
+                          "fewer than the 6 its winner needs (budget.trials >= 20 or holdout.share >= 0.38 affords them)"),
                          ({"env_steps": 4000, "trials": 40}, "held-out stage: 12 runs of 4,000 env steps after the search "
                           "(30% more env steps): up to 4 of the best configurations race over test seeds"),
                          ({"env_steps": 4000, "trials": 6000}, "held-out stage: 40 runs of 4,000 env steps after the search "

@@ -271,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                 if entrants == 1 and winner_share != _holdout.DEFAULT_WINNER_SHARE:
                     continue  # one entrant takes every run whatever its share
                 key = f"trials={trials} share={share} winner_share={winner_share} max_candidates={entrants}"
+                if _holdout.race_budget(share, trials, 1) < MIN_SEEDS:
+                    continue  # the stage is skipped: fewer runs than the winner's least seeds
                 rows = [run_setting(task, sweep, share, winner_share, entrants) for sweep in sweeps]
                 results.setdefault(task, {})[key] = summary = summarize(task, rows)
                 print(task, key, json.dumps({k: summary[k] for k in ("entered", "coverage", "median_gap_share", "true_mean")}), flush=True)

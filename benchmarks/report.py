@@ -33,7 +33,6 @@ import difflib
 import json
 import re
 import shlex
-import statistics
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -296,8 +295,8 @@ def render_time_to_solve(current: list[Loaded]) -> str:
             low, high = comparison["ratio_95_interval"]
             cap = comparison["cap_s"]
 
-            def shown(side: str) -> str:
-                return "the cap" if median[side] >= cap else f"{_num(median[side])} s"
+            def shown(side: str, median: dict = median, cap: float = cap) -> str:
+                return f"not solved in {_num(cap)} s" if median[side] >= cap else f"{_num(median[side])} s"
 
             first = comparison.get("first_result")
             rows.append([

@@ -408,43 +408,21 @@ def _resume(args: argparse.Namespace) -> int:
 DIR_HELP = ("the experiment's folder, or the name of its sweep: the newest folder of that name in ./rlsweep_results "
             "(the default storage)")
 #: How many names of the experiments under the default storage an unknown name's error lists.
-MAX_NAMES_LISTED = 10
-
-
-def _is_name(text: str) -> bool:
-    """Whether ``text`` can be an experiment's name rather than a path: one path component, no ``~``."""
-    separators = {os.sep, os.altsep} - {None}
-    return bool(text) and text not in (".", "..") and not text.startswith("~") and not any(sep in text for sep in separators)
-
-
 def _experiment_dir(text: str) -> str:
     """DIR as the user gave it: an experiment's folder, or, where no such file or folder exists, an
     experiment's name: the folder of its newest sweep under the default storage (said on stderr). A name
     with no folder there, or whose newest folders started at the same time (copies of one sweep), is
     invalid input (exit 2) naming what was looked for and where."""
     from rlsweep import store
-    from rlsweep.spec import DEFAULT_STORAGE
 
-    if os.path.lexists(Path(text).expanduser()) or not _is_name(text):
+    try:
+        found = store.experiment_by_name(text)
+    except store.NoSuchExperiment as exc:
+        raise UsageError(str(exc), "DIR") from None
+    if found is None:
         return text  # a path: the command reads it, and says what is wrong with it
-    storage = Path(DEFAULT_STORAGE)
-    found = store.experiments_named(storage, text)
-    if not found:
-        looked = f"no folder {text} here, and no experiment of that name in {storage}/ (the default storage)"
-        if not storage.is_dir():
-            raise UsageError(f"no folder {text} here, and no {storage}/ (the default storage) in {Path.cwd()} to find an "
-                             "experiment of that name in: give the experiment's folder, or run from the folder its sweep "
-                             "ran in", "DIR")
-        names = store.experiment_names(storage)
-        listed = ", ".join(names[:MAX_NAMES_LISTED]) + (f" and {len(names) - MAX_NAMES_LISTED} more" if len(names) > MAX_NAMES_LISTED else "")
-        raise UsageError(f"{looked}; it holds {f'experiments named {listed}' if names else 'no experiment'}", "DIR")
-    (chosen, started), *older = found
-    if tied := [path for path, when in older if when == started]:
-        raise UsageError(f"{text} names {len(tied) + 1} experiments in {storage}/ that started at the same time, "
-                         f"{started:%Y-%m-%d %H:%M:%S} (copies of one sweep?): give one's folder: "
-                         + ", ".join(str(path) for path in [chosen, *tied]), "DIR")
-    newest = f"the newest of {len(found)} experiments of that name, " if older else ""
-    print(f"{text}: {newest}{chosen} (started {started:%Y-%m-%d %H:%M:%S})", file=sys.stderr)
+    chosen, said = found
+    print(said, file=sys.stderr)
     return str(chosen)
 
 

@@ -280,6 +280,53 @@ def experiments_named(storage: str | Path, name: str) -> list[tuple[Path, _dt.da
     return sorted(found, key=lambda pair: pair[1], reverse=True)
 
 
+class NoSuchExperiment(SweepError):
+    """A name that is no experiment folder and names no sweep in the default storage (or several at once)."""
+
+
+#: At most this many of the storage's experiment names are listed when a name matches none.
+MAX_NAMES_LISTED = 10
+
+
+def _is_name(text: str) -> bool:
+    """Whether ``text`` can be an experiment's name rather than a path: one path component, no ``~``."""
+    separators = {os.sep, os.altsep} - {None}
+    return bool(text) and text not in (".", "..") and not text.startswith("~") and not any(sep in text for sep in separators)
+
+
+def experiment_by_name(text: str, storage: str | Path | None = None) -> tuple[Path, str] | None:
+    """Where ``text`` is no file or folder but can be a sweep's name: the folder of its newest sweep in
+    ``storage`` (the default storage, ./rlsweep_results, unless given), and a line that says which; None
+    where ``text`` is a path (that exists, or has a folder in it), for the caller to read as one.
+
+    Raises:
+        NoSuchExperiment: no experiment of that name there, or its newest ones started at the same time
+            (copies of one sweep); the message says what was looked for and where.
+    """
+    from rlsweep.spec import DEFAULT_STORAGE
+
+    if os.path.lexists(Path(text).expanduser()) or not _is_name(text):
+        return None
+    root = Path(storage if storage is not None else DEFAULT_STORAGE)
+    found = experiments_named(root, text)
+    if not found:
+        if not root.is_dir():
+            raise NoSuchExperiment(f"no folder {text} here, and no {root}/ (the default storage) in {Path.cwd()} to find an "
+                                   "experiment of that name in: give the experiment's folder, or run from the folder its "
+                                   "sweep ran in")
+        names = experiment_names(root)
+        listed = ", ".join(names[:MAX_NAMES_LISTED]) + (f" and {len(names) - MAX_NAMES_LISTED} more" if len(names) > MAX_NAMES_LISTED else "")
+        raise NoSuchExperiment(f"no folder {text} here, and no experiment of that name in {root}/ (the default storage); "
+                               f"it holds {f'experiments named {listed}' if names else 'no experiment'}")
+    (chosen, started), *older = found
+    if tied := [path for path, when in older if when == started]:
+        raise NoSuchExperiment(f"{text} names {len(tied) + 1} experiments in {root}/ that started at the same time, "
+                               f"{started:%Y-%m-%d %H:%M:%S} (copies of one sweep?): give one's folder: "
+                               + ", ".join(str(path) for path in [chosen, *tied]))
+    newest = f"the newest of {len(found)} experiments of that name, " if older else ""
+    return chosen, f"{text}: {newest}{chosen} (started {started:%Y-%m-%d %H:%M:%S})"
+
+
 def experiment_names(storage: str | Path) -> list[str]:
     """The names of the sweeps whose experiment folders are under ``storage`` (a dated folder's name less
     its date), sorted."""

@@ -137,3 +137,13 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
     assert exited.value.code == 0 and capsys.readouterr().out.strip() == f"rlsweep {__version__}"
+
+
+def test_python_load_takes_a_sweeps_name_as_the_command_line_does(results):
+    import rlsweep
+    from rlsweep.errors import SweepError
+
+    assert rlsweep.load("demo").path == (Path(DEFAULT_STORAGE) / "demo-20261206-110000").resolve()
+    assert rlsweep.load("demo").best(rule="last").value == 99
+    with pytest.raises(SweepError, match="no experiment of that name in rlsweep_results/ .*experiments named demo, other"):
+        rlsweep.load("nosuch")

@@ -480,11 +480,16 @@ def confirm_command(path: Path, plan: ConfirmationPlan, *, top: int | None) -> s
 
 
 def load(path: str | Path) -> Sweep:
-    """Load an experiment directory written by :func:`rlsweep.run`.
+    """Load an experiment directory written by :func:`rlsweep.run`, or, where no such folder exists, the newest
+    experiment of that sweep name in the default storage (``./rlsweep_results``), as the command line does.
 
     Raises:
-        SweepError: the directory is missing or was not written by rlsweep.
+        SweepError: the directory is missing or was not written by rlsweep, or a name that names no
+            experiment there.
     """
+    if isinstance(path, str) and (named := store.experiment_by_name(path)) is not None:
+        path, said = named
+        log.info(said)
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
         raise SweepError(f"{root}: no such experiment directory")

@@ -414,9 +414,10 @@ def _experiment_dir(text: str) -> str:
     with no folder there, or whose newest folders started at the same time (copies of one sweep), is
     invalid input (exit 2) naming what was looked for and where."""
     from rlsweep import store
+    from rlsweep.spec import DEFAULT_STORAGE
 
     try:
-        found = store.experiment_by_name(text)
+        found = store.experiment_by_name(text, DEFAULT_STORAGE)
     except store.NoSuchExperiment as exc:
         raise UsageError(str(exc), "DIR") from None
     if found is None:

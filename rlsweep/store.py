@@ -294,20 +294,18 @@ def _is_name(text: str) -> bool:
     return bool(text) and text not in (".", "..") and not text.startswith("~") and not any(sep in text for sep in separators)
 
 
-def experiment_by_name(text: str, storage: str | Path | None = None) -> tuple[Path, str] | None:
+def experiment_by_name(text: str, storage: str | Path) -> tuple[Path, str] | None:
     """Where ``text`` is no file or folder but can be a sweep's name: the folder of its newest sweep in
-    ``storage`` (the default storage, ./rlsweep_results, unless given), and a line that says which; None
+    ``storage`` (the callers give the default storage, ./rlsweep_results), and a line that says which; None
     where ``text`` is a path (that exists, or has a folder in it), for the caller to read as one.
 
     Raises:
         NoSuchExperiment: no experiment of that name there, or its newest ones started at the same time
             (copies of one sweep); the message says what was looked for and where.
     """
-    from rlsweep.spec import DEFAULT_STORAGE
-
     if os.path.lexists(Path(text).expanduser()) or not _is_name(text):
         return None
-    root = Path(storage if storage is not None else DEFAULT_STORAGE)
+    root = Path(storage)
     found = experiments_named(root, text)
     if not found:
         if not root.is_dir():

@@ -31,7 +31,7 @@ from rlsweep.analysis._record import record as reproducibility_record
 from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, EVAL_CANDIDATES, EVAL_EPISODES, Best, SelectionRule
 from rlsweep.errors import SpecError, SweepError, UsageError
 from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, PER_SEED_PREFIX, env_steps
-from rlsweep.spec import SweepSpec, parse_spec, parse_yaml
+from rlsweep.spec import DEFAULT_STORAGE, SweepSpec, parse_spec, parse_yaml
 from rlsweep.store import CheckpointRecord, Trial
 
 log = logging.getLogger(__name__)
@@ -487,7 +487,7 @@ def load(path: str | Path) -> Sweep:
         SweepError: the directory is missing or was not written by rlsweep, or a name that names no
             experiment there.
     """
-    if isinstance(path, str) and (named := store.experiment_by_name(path)) is not None:
+    if isinstance(path, str) and (named := store.experiment_by_name(path, DEFAULT_STORAGE)) is not None:
         path, said = named
         log.info(said)
     root = Path(path).expanduser().resolve()

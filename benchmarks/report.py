@@ -418,6 +418,27 @@ def render_suggest_latency(current: list[Loaded]) -> str:
     )
 
 
+def render_readers_scale(current: list[Loaded]) -> str:
+    rows = []
+    for loaded in current:
+        data = loaded.data
+        assert data is not None
+        for trials, measured in sorted(data["results"].items(), key=lambda item: int(item[0])):
+            cells = [f"{int(trials):,} x {data['iterations']} ({_num(measured['size_mb'], 0)} MB)"]
+            for key in ("load", "table", "best", "cli_status", "cli_best", "cli_plot"):
+                cells.append(f"{_num(measured[key]['wall_s'])} s")
+            rows.append(cells)
+    condition = current[0].data["condition"] if current and current[0].data else "quiet"
+    return (
+        "How long the readers take on a sweep of many trials: in Python, and each command in a fresh process as a "
+        "user runs it, imports included (the goal: at most 2 s each at 10,000 trials). The folders are made from a "
+        f"real PPO sweep's trial folders, each trial's rows repeated to the length shown. The machine was {condition}.\n\n"
+        + _table(["trials x rows", "`load()`", "`.table()`", "`.best()`", "`rlsweep status`", "`rlsweep best`",
+                  "`rlsweep plot`"], rows)
+        + "\n\n" + _sources(current)
+    )
+
+
 def render_step_cost(current: list[Loaded]) -> str:
     parts = []
     for loaded in current:
@@ -714,6 +735,15 @@ SECTIONS: tuple[Section, ...] = (
         duration="about 5 min",  # times_s: about 2 min a round
         render=render_overhead,
         refresh=(_fixed(PYTHON, "benchmarks/overhead.py", "--rounds", "2", "--env-steps", "8000"),),
+    ),
+    Section(
+        heading="Reading a sweep of 10,000 trials",
+        measures="how long `load()`, `table()`, `best()` and `rlsweep status`, `best` and `plot` take on 1,000 and 10,000 trials",
+        sources=(Source("readers", "readers_scale-*.json"),),
+        code_paths=("rlsweep/store.py", "rlsweep/analysis/", "rlsweep/cli.py", "rlsweep/metrics.py"),
+        command=f"`{PYTHON} benchmarks/readers_scale.py --source <an experiment folder a sweep wrote>`",
+        duration="about 10 min",
+        render=render_readers_scale,
     ),
     Section(
         heading="Sweeps of many trials",

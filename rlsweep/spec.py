@@ -195,7 +195,8 @@ class RaySpec(Section):
     then reserves that much of Ray's memory, so no more trials run at once than fit, and validate prints it.
     true: a reading an earlier command kept for the same spec, versions and machine; else, where even twice
     an upper bound from the trial's settings fits the nodes for every trial the CPUs run at once, that
-    bound (no wait); else train the trial for two iterations and measure every process's peak (5-36 s).
+    bound (no wait); else train the trial for two iterations and measure every process's peak (a trial's start-up
+    and two iterations of wait).
     measure: always a measurement (kept or new). false: trials reserve no memory"""
 
 

@@ -426,13 +426,16 @@ def render_readers_scale(current: list[Loaded]) -> str:
         for trials, measured in sorted(data["results"].items(), key=lambda item: int(item[0])):
             cells = [f"{int(trials):,} x {data['iterations']} ({_num(measured['size_mb'], 0)} MB)"]
             for key in ("load", "table", "best", "cli_status", "cli_best", "cli_plot"):
-                cells.append(f"{_num(measured[key]['wall_s'])} s")
+                wall = measured[key]["wall_s"]
+                cells.append(f"{_num(wall, 2 if wall < 1 else 1)} s")
             rows.append(cells)
     condition = current[0].data["condition"] if current and current[0].data else "quiet"
     return (
         "How long the readers take on a sweep of many trials: in Python, and each command in a fresh process as a "
         "user runs it, imports included (the goal: at most 2 s each at 10,000 trials). The folders are made from a "
-        f"real PPO sweep's trial folders, each trial's rows repeated to the length shown. The machine was {condition}.\n\n"
+        f"real PPO sweep's trial folders, each trial's rows repeated to the length shown. `.table()` and `.best()` are "
+        "timed on a sweep `load()` has read; every command reads the whole sweep first, every row of every trial, "
+        f"which is where its time goes. The machine was {condition}.\n\n"
         + _table(["trials x rows", "`load()`", "`.table()`", "`.best()`", "`rlsweep status`", "`rlsweep best`",
                   "`rlsweep plot`"], rows)
         + "\n\n" + _sources(current)

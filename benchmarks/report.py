@@ -442,153 +442,140 @@ def render_readers_scale(current: list[Loaded]) -> str:
     )
 
 
-def render_step_cost(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        rows = []
-        for corner, summary in data["summary"].items():
-            cost = summary["cpu_ms_per_env_step"]
-            rows.append([f"`{corner}`", *(f"{cost[side]:.3f}" if side in cost else "" for side in
-                                          ("rllib", "rllib-sb3", "sb3")), f"{summary['floor_cpu_ms_per_env_step']:.3f}"])
-        parts.append(
-            "CPU milliseconds per env step of one PPO trial on CartPole-v1 (8 envs, one torch thread), the same "
-            "work on each side; `floor` is a bare torch loop doing the same updates. Corners are minibatch, "
-            "batch, epochs and network width.\n\n"
-            + _table(["corner", "RLlib as rlsweep builds it", "the same with SB3's PPO settings",
-                      "Stable-Baselines3", "floor"], rows)
-            + "\n\n" + _provenance(loaded)
-        )
-    return "\n\n".join(parts)
+def _each_file(body: Callable[[Results], str]) -> Callable[[list[Loaded]], str]:
+    """A section's renderer that draws each current file with ``body`` and names the file under it."""
+
+    def render(current: list[Loaded]) -> str:
+        parts = []
+        for loaded in current:
+            assert loaded.data is not None
+            parts.append(body(loaded.data) + "\n\n" + _provenance(loaded))
+        return "\n\n".join(parts)
+
+    return render
 
 
-def render_sac_throughput(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        rows = [[f"`{case}`", _num(median), f"{data['ratio_to_first'][case]:.2f}"]
-                for case, median in data["median"].items()]
-        parts.append(f"{data['setup']}\n\n" + _table(["variant", "env steps per second (median)", "ratio"], rows)
-                     + "\n\n" + _provenance(loaded))
-    return "\n\n".join(parts)
+def _step_cost(data: Results) -> str:
+    rows = []
+    for corner, summary in data["summary"].items():
+        cost = summary["cpu_ms_per_env_step"]
+        rows.append([f"`{corner}`", *(f"{cost[side]:.3f}" if side in cost else "" for side in
+                                      ("rllib", "rllib-sb3", "sb3")), f"{summary['floor_cpu_ms_per_env_step']:.3f}"])
+    return (
+        "CPU milliseconds per env step of one PPO trial on CartPole-v1 (8 envs, one torch thread), the same "
+        "work on each side; `floor` is a bare torch loop doing the same updates. Corners are minibatch, "
+        "batch, epochs and network width.\n\n"
+        + _table(["corner", "RLlib as rlsweep builds it", "the same with SB3's PPO settings",
+                  "Stable-Baselines3", "floor"], rows))
 
 
-def render_zoo_fidelity(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        rows = []
-        for entry, result in data["entries"].items():
-            published = result["published"]
-            rows.append([f"`{entry}`", _num(published.get("mean", float("nan"))), _num(result["mean_of_seeds"]),
-                         f"{result['seeds_reaching']} of {len(result['per_seed'])}",
-                         "yes" if result["holds"] else "no"])
-        parts.append(
-            "An rl-baselines3-zoo entry converted by `rlsweep convert --from zoo`, trained in rlsweep on several "
-            "seeds, each evaluated greedily; against the mean return rl-baselines3-zoo publishes for it.\n\n"
-            + _table(["entry", "published mean", "rlsweep, mean of seeds", "seeds reaching it", "holds"], rows)
-            + "\n\n" + _provenance(loaded)
-        )
-    return "\n\n".join(parts)
+render_step_cost = _each_file(_step_cost)
 
 
-def render_overhead(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        rows = [[_SIDE.get(side.replace(" ", "-"), side), ", ".join(f"{t:.1f} s" for t in times), f"{sum(times):.1f} s"]
-                for side, times in data["times_s"].items()]
-        settings = data["settings"]
-        parts.append(
-            f"The same {settings['trials']} PPO trials on CartPole-v1 ({settings['env_steps']:,} env steps each, "
-            f"{settings['max_concurrent']} at a time) through `rlsweep.run` and through hand-written "
-            f"`tune.Tuner` code, alternated in one process: rlsweep took **{data['ratio_of_totals']:.2f}** of "
-            "hand-written Tune's total time.\n\n"
-            + _table(["side", "each round", "total"], rows) + "\n\n" + _provenance(loaded)
-        )
-    return "\n\n".join(parts)
+def _sac_throughput(data: Results) -> str:
+    rows = [[f"`{case}`", _num(median), f"{data['ratio_to_first'][case]:.2f}"]
+            for case, median in data["median"].items()]
+    return (f"{data['setup']}\n\n" + _table(["variant", "env steps per second (median)", "ratio"], rows))
 
 
-def render_scale(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        rss = data["driver_rss_mb"]
-        rows = [
-            ["trials run", f"{data['trials']:,} ({_num(data['trials_per_min'])} a minute)"],
-            ["driver memory, trial 100 to the end", f"{rss['at_trial_100']:,.0f} MB to {rss['end']:,.0f} MB "
-                                                    f"({_share(rss['growth_from_trial_100'])})"],
-            ["experiment folder", f"{data['experiment_dir_mb']:,.1f} MB"],
-            ["`load` / `.table()` / `.best()`", f"{data['load_s']:.3f} s / {data['table_s']:.3f} s / "
-                                                f"{data['best_s']:.3f} s"],
-            ["MLflow export, then again", f"{data['export_s']:.1f} s, {data['export_again_s']:.1f} s"],
-        ]
-        parts.append("One sweep of many short PPO trials, then the readers on the folder it wrote.\n\n"
-                     + _table(["measure", "value"], rows) + "\n\n" + _provenance(loaded))
-    return "\n\n".join(parts)
+render_sac_throughput = _each_file(_sac_throughput)
 
 
-def render_hostile_validate(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        summary = data["summary"]
-        rows = [
-            ["the spec check in Python (median, slowest)",
-             f"{summary['check_s']['median'] * 1000:.1f} ms, {summary['check_s']['max']:.2f} s"],
-            ["`rlsweep validate` from launch to exit (median, slowest)",
-             f"{summary['validate_s']['median']:.2f} s, {summary['validate_s']['max']:.2f} s"],
-            ["`rlsweep validate --help` (the floor of any command)", f"{summary['validate_help_s']['min']:.2f} s"],
-        ]
-        parts.append("Hand-made hostile or broken specs (alias bombs, deep nesting, huge numbers, 50,000 unknown "
-                     "keys): how long until they are refused.\n\n" + _table(["measure", "time"], rows)
-                     + "\n\n" + _provenance(loaded))
-    return "\n\n".join(parts)
+def _zoo_fidelity(data: Results) -> str:
+    rows = []
+    for entry, result in data["entries"].items():
+        published = result["published"]
+        rows.append([f"`{entry}`", _num(published.get("mean", float("nan"))), _num(result["mean_of_seeds"]),
+                     f"{result['seeds_reaching']} of {len(result['per_seed'])}",
+                     "yes" if result["holds"] else "no"])
+    return (
+        "An rl-baselines3-zoo entry converted by `rlsweep convert --from zoo`, trained in rlsweep on several "
+        "seeds, each evaluated greedily; against the mean return rl-baselines3-zoo publishes for it.\n\n"
+        + _table(["entry", "published mean", "rlsweep, mean of seeds", "seeds reaching it", "holds"], rows))
 
 
-def render_memory_prediction(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        rows = [[f"`{case['case']}`", f"{case['predicted_mb']:,.0f} MB",
-                 ", ".join(f"{mb:,.0f} MB" for mb in case["measured_mb"]),
-                 ", ".join(f"{error:+.1%}" for error in case["errors"])]
-                for case in data["cases"] if case.get("predicted_mb") and case.get("measured_mb")]
-        parts.append("The pre-flight memory check's prediction against each real trial's peak memory; a negative "
-                     "error is an under-prediction, the direction that can run a machine out of memory.\n\n"
-                     + _table(["case", "predicted", "measured, per trial", "error"], rows)
-                     + "\n\n" + _provenance(loaded))
-    return "\n\n".join(parts)
+render_zoo_fidelity = _each_file(_zoo_fidelity)
 
 
-def render_tracing_overhead(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        parts.append(
-            "The same sweep with tracing off and on, alternated: a trial's time per iteration with tracing on "
-            f"was **{data['iteration_ratio_median_of_rounds']:.2f}** of its time with tracing off, its whole "
-            f"wall time {data['trial_ratio_median_of_rounds']:.2f}.\n\n" + _provenance(loaded))
-    return "\n\n".join(parts)
+def _overhead(data: Results) -> str:
+    rows = [[_SIDE.get(side.replace(" ", "-"), side), ", ".join(f"{t:.1f} s" for t in times), f"{sum(times):.1f} s"]
+            for side, times in data["times_s"].items()]
+    settings = data["settings"]
+    return (
+        f"The same {settings['trials']} PPO trials on CartPole-v1 ({settings['env_steps']:,} env steps each, "
+        f"{settings['max_concurrent']} at a time) through `rlsweep.run` and through hand-written "
+        f"`tune.Tuner` code, alternated in one process: rlsweep took **{data['ratio_of_totals']:.2f}** of "
+        "hand-written Tune's total time.\n\n"
+        + _table(["side", "each round", "total"], rows))
 
 
-def render_export_long_trial(current: list[Loaded]) -> str:
-    parts = []
-    for loaded in current:
-        data = loaded.data
-        assert data is not None
-        after = data["summary"]["after"]
-        parts.append(f"Timed: {data['what']}. A median of **{after['median_s']:.1f} s** over "
-                     f"{len(after['runs_s'])} runs.\n\n" + _provenance(loaded))
-    return "\n\n".join(parts)
+render_overhead = _each_file(_overhead)
+
+
+def _scale(data: Results) -> str:
+    rss = data["driver_rss_mb"]
+    rows = [
+        ["trials run", f"{data['trials']:,} ({_num(data['trials_per_min'])} a minute)"],
+        ["driver memory, trial 100 to the end", f"{rss['at_trial_100']:,.0f} MB to {rss['end']:,.0f} MB "
+                                                f"({_share(rss['growth_from_trial_100'])})"],
+        ["experiment folder", f"{data['experiment_dir_mb']:,.1f} MB"],
+        ["`load` / `.table()` / `.best()`", f"{data['load_s']:.3f} s / {data['table_s']:.3f} s / "
+                                            f"{data['best_s']:.3f} s"],
+        ["MLflow export, then again", f"{data['export_s']:.1f} s, {data['export_again_s']:.1f} s"],
+    ]
+    return ("One sweep of many short PPO trials, then the readers on the folder it wrote.\n\n"
+                 + _table(["measure", "value"], rows))
+
+
+render_scale = _each_file(_scale)
+
+
+def _hostile_validate(data: Results) -> str:
+    summary = data["summary"]
+    rows = [
+        ["the spec check in Python (median, slowest)",
+         f"{summary['check_s']['median'] * 1000:.1f} ms, {summary['check_s']['max']:.2f} s"],
+        ["`rlsweep validate` from launch to exit (median, slowest)",
+         f"{summary['validate_s']['median']:.2f} s, {summary['validate_s']['max']:.2f} s"],
+        ["`rlsweep validate --help` (the floor of any command)", f"{summary['validate_help_s']['min']:.2f} s"],
+    ]
+    return ("Hand-made hostile or broken specs (alias bombs, deep nesting, huge numbers, 50,000 unknown "
+                 "keys): how long until they are refused.\n\n" + _table(["measure", "time"], rows))
+
+
+render_hostile_validate = _each_file(_hostile_validate)
+
+
+def _memory_prediction(data: Results) -> str:
+    rows = [[f"`{case['case']}`", f"{case['predicted_mb']:,.0f} MB",
+             ", ".join(f"{mb:,.0f} MB" for mb in case["measured_mb"]),
+             ", ".join(f"{error:+.1%}" for error in case["errors"])]
+            for case in data["cases"] if case.get("predicted_mb") and case.get("measured_mb")]
+    return ("The pre-flight memory check's prediction against each real trial's peak memory; a negative "
+                 "error is an under-prediction, the direction that can run a machine out of memory.\n\n"
+                 + _table(["case", "predicted", "measured, per trial", "error"], rows))
+
+
+render_memory_prediction = _each_file(_memory_prediction)
+
+
+def _tracing_overhead(data: Results) -> str:
+    return (
+        "The same sweep with tracing off and on, alternated: a trial's time per iteration with tracing on "
+        f"was **{data['iteration_ratio_median_of_rounds']:.2f}** of its time with tracing off, its whole "
+        f"wall time {data['trial_ratio_median_of_rounds']:.2f}.")
+
+
+render_tracing_overhead = _each_file(_tracing_overhead)
+
+
+def _export_long_trial(data: Results) -> str:
+    after = data["summary"]["after"]
+    return (f"Timed: {data['what']}. A median of **{after['median_s']:.1f} s** over "
+                 f"{len(after['runs_s'])} runs.")
+
+
+render_export_long_trial = _each_file(_export_long_trial)
 
 
 # ------------------------------------------------------------------------------------------- sections

@@ -52,6 +52,24 @@ def test_the_page_is_what_report_writes_at_this_commit():
     )
 
 
+@pytest.mark.parametrize("section", report.SECTIONS, ids=lambda section: report.slug(section.heading))
+def test_every_section_renders_its_newest_results_whether_current_or_not(section):
+    """The page renders only current sections; a stale section's table would first be drawn the day its
+    benchmark is run again. Draw each from its newest file now, so a renderer that no longer fits its file
+    fails here instead."""
+    loaded = []
+    for source in section.sources:
+        found = report.newest(REPO / report.RESULTS, source)
+        if found is not None:
+            path, data = found
+            loaded.append(report.Loaded(source, path, data, report.recorded_commits(data), "", True))
+    if not loaded:
+        pytest.skip(f"no results file for {section.heading}")
+    text = section.render(loaded)
+    for entry in loaded:
+        assert entry.path is not None and entry.path.name in text, (section.heading, entry.path)
+
+
 def test_every_sections_code_paths_exist():
     for section in report.SECTIONS:
         missing = [path for path in section.code_paths if not (REPO / path).exists()]

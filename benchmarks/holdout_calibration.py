@@ -218,12 +218,13 @@ def small_stage(task: str, master: int, sweeps: int) -> dict[str, Any]:
 def small_stage_real(draws: int = 2000) -> dict[str, Any]:
     """The same on real scores: each configuration a seed_robustness run retrained on 10 test seeds is a
     population; n stage seeds and 10 test seeds are drawn from it with replacement."""
-    populations = []
+    populations, files = [], []
     for file in sorted((HERE / "results").glob("seed_robustness-*.json")):
         data = json.loads(file.read_text())
         if "pooled" in file.name or data.get("task") not in RANGES:
             continue  # a pooled file repeats its sources' runs
         span = RANGES[data["task"]][1] - RANGES[data["task"]][0]
+        files.append(file.name)
         for run in data["runs"]:
             if len(run.get("per_test_seed") or {}) >= 10:
                 populations.append((np.array(list(run["per_test_seed"].values()), float), span, run.get("tuning_value")))
@@ -238,7 +239,7 @@ def small_stage_real(draws: int = 2000) -> dict[str, Any]:
                 rows[n]["covered"].append(low <= test_iqm <= high)
                 rows[n]["width"].append((high - low) / span)
                 rows[n]["gap"].append(abs(float(trim_mean(drawn, 0.25)) - test_iqm) / span)
-    return {"populations": len(populations),
+    return {"populations": len(populations), "files": files,
             **{str(n): {"coverage": round(float(np.mean(r["covered"])), 3),
                         "median_width_share": round(float(np.median(r["width"])), 3),
                         "median_abs_gap_share": round(float(np.median(r["gap"])), 4)} for n, r in rows.items()}}

@@ -7,7 +7,7 @@ The directories are made from a real sweep's trial folders (``--source``: any ex
 trial ids (``scale.replicate``), so every row has the keys and size a real RLlib trial writes. Sizes: ``--trials``
 (1,000 and 10,000 by default). Each timing is the median of ``--repeat`` runs, wall clock and CPU.
 
-Goal (issue: scale): ``status``, ``best``, ``table()`` and ``plot`` on a 10,000-trial directory in at most 2 s each.
+Goal: ``status``, ``best``, ``table()`` and ``plot`` on a 10,000-trial directory in at most 2 s each.
 
     .venv/bin/python benchmarks/readers_scale.py --source rlsweep_results/<sweep folder> [--trials 1000 10000]
 
@@ -85,6 +85,19 @@ def measure(root: Path, repeat: int) -> dict[str, Any]:
     return out
 
 
+def _source_setup(source: Path) -> dict[str, Any]:
+    """What the source sweep trained, from the spec it kept: the rows' keys and sizes follow from it."""
+    import yaml
+
+    from rlsweep import store
+
+    try:
+        spec = yaml.safe_load((source / store.SPEC_FILE).read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return {"algorithm": spec.get("algorithm"), "env": spec.get("env")}
+
+
 def _commit() -> dict[str, Any]:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
@@ -121,6 +134,7 @@ def main() -> None:
         "started": started.isoformat(),
         **_commit(),
         "condition": args.condition,
+        "source": {"path": str(args.source), **_source_setup(args.source)},
         "iterations": args.iterations,
         "repeat": args.repeat,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},

@@ -65,7 +65,11 @@ def test_the_stage_is_on_by_default_and_null_or_false_turns_it_off(off, tmp_path
         spec = rlsweep.load_spec(document, preflight=False)
         assert (spec.holdout.share, spec.holdout.candidates, spec.holdout.min_seeds) == (0.3, 4, 6)
     # However large the sweep, the stage takes at most max_runs (40) runs: a 6,000-trial sweep is no 1,800.
-    from rlsweep.holdout import DEFAULT_MAX_RUNS
+    from rlsweep.holdout import DEFAULT_MAX_RUNS, DEFAULT_MIN_SEEDS
+    from rlsweep.spec import HoldoutSpec
+
+    # The spec's defaults are the stage's own, which the calibration study chose.
+    assert (HoldoutSpec().min_seeds, HoldoutSpec().max_runs) == (DEFAULT_MIN_SEEDS, DEFAULT_MAX_RUNS)
 
     assert rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": twenty}, preflight=False).holdout.max_runs == DEFAULT_MAX_RUNS == 40
     assert _problems({"max_runs": 2})["holdout.max_runs"] == ("must be at least holdout.min_seeds (6), the least test seeds the "

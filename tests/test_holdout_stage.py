@@ -116,10 +116,11 @@ def test_a_default_stage_the_budget_cannot_afford_is_skipped_saying_so_and_the_s
 @pytest.fixture(scope="module")
 def with_holdout(tmp_path_factory):
     """One sweep of 4 PPO trials with a held-out stage of 0.75 of its env steps (3 runs: too few to race, so
-    the best configuration by tuning value is retrained on 3 test seeds), run by the CLI."""
+    the best configuration by tuning value is retrained on 3 test seeds, the least this spec asks for, to
+    keep the suite's budget), run by the CLI."""
     root = tmp_path_factory.mktemp("holdout")
     document = small_ppo("held", root / "results", batch=250, epochs=1, budget={"env_steps": 500, "trials": 4},
-                         evaluation={"episodes": 2}, holdout={"share": 0.75})
+                         evaluation={"episodes": 2}, holdout={"share": 0.75, "min_seeds": 3})
     spec = root / "spec.yaml"
     spec.write_text(yaml.safe_dump(document))
     done = subprocess.run(

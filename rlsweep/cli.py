@@ -407,7 +407,8 @@ def _resume(args: argparse.Namespace) -> int:
 #: What every command that reads an experiment takes as DIR.
 DIR_HELP = ("the experiment's folder, or the name of its sweep: the newest folder of that name in ./rlsweep_results "
             "(the default storage)")
-#: How many names of the experiments under the default storage an unknown name's error lists.
+
+
 def _experiment_dir(text: str) -> str:
     """DIR as the user gave it: an experiment's folder, or, where no such file or folder exists, an
     experiment's name: the folder of its newest sweep under the default storage (said on stderr). A name

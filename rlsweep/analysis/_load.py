@@ -480,8 +480,9 @@ def confirm_command(path: Path, plan: ConfirmationPlan, *, top: int | None) -> s
 
 
 def load(path: str | Path) -> Sweep:
-    """Load an experiment directory written by :func:`rlsweep.run`, or, where no such folder exists, the newest
-    experiment of that sweep name in the default storage (``./rlsweep_results``), as the command line does.
+    """Load an experiment directory written by :func:`rlsweep.run`; or, for a ``str`` that names no file or
+    folder, the newest experiment of that sweep name in the default storage (``./rlsweep_results``), as the
+    command line does.
 
     Raises:
         SweepError: the directory is missing or was not written by rlsweep, or a name that names no

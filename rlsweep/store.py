@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fnmatch
+import gc
 import hashlib
 import json
 import logging
@@ -31,7 +33,7 @@ import re
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -73,6 +75,10 @@ MLFLOW_LOCK = ".rlsweep_mlflow.lock"
 #: Held (flock) by the driver of a running sweep (its live MLflow logger, from the sweep's start to its end):
 #: where no process holds it, nothing of the sweep is running, whatever its files say.
 DRIVER_LOCK = ".rlsweep_driver.lock"
+#: A cache of what readers need from each trial's ``result.json`` (its row count, and every row's value of
+#: the keys status, best, table and plot read), keyed by the file's size, mtime and inode: a reader of a
+#: sweep of 10,000 trials parses only the files that changed since the last read. Deleting it loses nothing.
+ROWS_INDEX = ".rlsweep_rows_index.json"
 
 # --- Tune's files and keys (Ray 2.60) -------------------------------------------------------------------
 RESULT_FILE = "result.json"
@@ -750,12 +756,27 @@ class Trial:
     settings: Mapping[str, Any] | None = None
     damage: tuple[str, ...] = ()
 
+    def column(self, key: str) -> list[Any]:
+        """Each row's value of ``key`` (None where a row has none); for the keys the rows index keeps, without
+        parsing the trial's rows."""
+        if isinstance(self.rows, LazyRows) and (values := self.rows.column(key)) is not None:
+            return values
+        return [r.get(key) for r in self.rows]
+
+    def last(self, key: str) -> Any:
+        """The last row's value of ``key``; None where it has none or there is no row."""
+        return self.column(key)[-1] if self.rows else None
+
     def values(self, metric: str) -> list[float]:
-        return [float(r[metric]) if _finite(r.get(metric)) else math.nan for r in self.rows]
+        return [float(v) if _finite(v) else math.nan for v in self.column(metric)]
+
+    def steps(self) -> list[int]:
+        """Each row's env steps (0 where a row's cannot be read)."""
+        return [env_steps({ENV_STEPS: v}) for v in self.column(ENV_STEPS)]
 
     @property
     def env_steps(self) -> int:
-        return env_steps(self.rows[-1]) if self.rows else 0
+        return env_steps({ENV_STEPS: self.last(ENV_STEPS)}) if self.rows else 0
 
     @property
     def seed(self) -> int | None:
@@ -776,7 +797,7 @@ class Trial:
     def diverged(self) -> str | None:
         """The losses that went non-finite where the trial's config diverged (its last row says so; the
         trial ended there), else None."""
-        cause = self.rows[-1].get(DIVERGED) if self.rows else None
+        cause = self.last(DIVERGED)
         return str(cause) if cause else None
 
     @property
@@ -862,14 +883,145 @@ def one_timeline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A trial's rows with the work redone after a restore counted once: a trial's env steps only grow
     (outside PBT), so a row at or below an earlier one means the trial went back to a checkpoint (a resumed
     sweep, a retried failure), and the rows it redid replace the ones from before."""
-    kept: list[dict[str, Any]] = []
-    for row in rows:
-        steps = row.get(ENV_STEPS)
-        if isinstance(steps, (int, float)):
-            while kept and isinstance(kept[-1].get(ENV_STEPS), (int, float)) and kept[-1][ENV_STEPS] >= steps:
+    return [rows[i] for i in _timeline([row.get(ENV_STEPS) for row in rows])]
+
+
+def _timeline(steps: list[Any]) -> list[int]:
+    """The indices of the rows :func:`one_timeline` keeps, from each row's env steps."""
+    kept: list[int] = []
+    for index, count in enumerate(steps):
+        if isinstance(count, (int, float)):
+            while kept and isinstance(steps[kept[-1]], (int, float)) and steps[kept[-1]] >= count:
                 kept.pop()
-        kept.append(row)
+        kept.append(index)
     return kept
+
+
+# --- the rows index ---------------------------------------------------------------------------------------
+
+#: The keys the index keeps each row's value of, whatever the reader asks for besides (its metric, stop keys).
+INDEXED_KEYS = (ENV_STEPS, DONE_KEY, DIVERGED, TRIAL_ID_KEY)
+_INDEX_VERSION = 1
+
+
+class _RowSource:
+    """A ``result.json`` as the index saw it (its first ``size`` bytes: Tune only appends), parsed on first use."""
+
+    __slots__ = ("path", "size", "_rows")
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path, self.size, self._rows = path, size, None
+
+    def rows(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            try:
+                data = (read_bytes(self.path) or b"")[: self.size]
+            except UnreadableFile as exc:  # changed since the index was read: what it held is gone
+                log.warning("%s", exc)
+                data = b""
+            self._rows = _scan_rows(data)[0]
+        return self._rows
+
+
+class LazyRows(Sequence):  # type: ignore[type-arg]
+    """A trial's rows as a tuple reads them, parsed from its ``result.json`` the first time a row is read. Its
+    length, and every row's value of the keys the rows index keeps (:meth:`column`), are known without."""
+
+    __slots__ = ("_source", "_picks", "_columns", "_rows")
+
+    def __init__(self, source: _RowSource, picks: list[int], columns: Mapping[str, list[Any]]) -> None:
+        self._source, self._picks, self._columns, self._rows = source, picks, columns, None
+
+    def _loaded(self) -> tuple[Mapping[str, Any], ...]:
+        if self._rows is None:
+            raw = self._source.rows()
+            self._rows = tuple(raw[i] for i in self._picks if i < len(raw))
+        return self._rows
+
+    def column(self, key: str) -> list[Any] | None:
+        """Each row's value of ``key`` where the index keeps it, else None."""
+        values = self._columns.get(key)
+        return None if values is None else [values[i] for i in self._picks]
+
+    def __len__(self) -> int:
+        return len(self._picks) if self._rows is None else len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._loaded()[index]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return iter(self._loaded())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (LazyRows, tuple, list)):
+            return self._loaded() == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._loaded())
+
+
+def _signature(path: Path) -> list[int] | None:
+    """What tells a ``result.json`` changed: its size, mtime and inode; None where it is no regular file."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return [found.st_size, found.st_mtime_ns, found.st_ino] if stat.S_ISREG(found.st_mode) else None
+
+
+class _RowsIndex:
+    """The experiment's :data:`ROWS_INDEX`: per trial folder, its ``result.json``'s signature, row count,
+    skipped lines, last config and the indexed keys' values. A cache: one that does not read is rebuilt, one
+    that cannot be written is not kept (the answer is the same, read the slow way next time)."""
+
+    def __init__(self, root: Path, keys: Iterable[str]) -> None:
+        self.path = root / ROWS_INDEX
+        self.keys = list(dict.fromkeys([*INDEXED_KEYS, *keys]))
+        self.changed = False
+        self.entries: dict[str, Any] = {}
+        try:
+            data = read_bytes(self.path)
+            found = json.loads(data) if data else None
+        except (SweepError, ValueError, RecursionError):
+            found = None
+        if (isinstance(found, dict) and found.get("version") == _INDEX_VERSION and isinstance(found.get("keys"), list)
+                and set(self.keys) <= set(found["keys"]) and isinstance(found.get("trials"), dict)):
+            self.keys, self.entries = found["keys"], found["trials"]
+
+    def lookup(self, name: str, signature: list[int] | None) -> dict[str, Any] | None:
+        entry = self.entries.get(name)
+        if signature is None or not isinstance(entry, dict) or entry.get("sig") != signature:
+            return None
+        columns, count = entry.get("cols"), entry.get("n")
+        if (not isinstance(count, int) or not isinstance(columns, dict) or not isinstance(entry.get("bad"), int)
+                or any(not isinstance(columns.get(k), list) or len(columns[k]) != count for k in self.keys)):
+            return None
+        return entry
+
+    def put(self, name: str, signature: list[int], raw: list[dict[str, Any]], bad: int) -> dict[str, Any]:
+        entry = {"sig": signature, "n": len(raw), "bad": bad, "config": raw[-1].get(CONFIG_KEY) if raw else None,
+                 "cols": {k: [row.get(k) for row in raw] for k in self.keys}}
+        self.entries[name] = entry
+        self.changed = True
+        return entry
+
+    def save(self, names: Iterable[str]) -> None:
+        """Write the index of the trial folders ``names`` (those read now), where anything changed."""
+        kept = {name: self.entries[name] for name in names if name in self.entries}
+        if not self.changed and len(kept) == len(self.entries):
+            return
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps({"version": _INDEX_VERSION, "keys": self.keys, "trials": kept},
+                                            separators=(",", ":")))
+            os.replace(temporary, self.path)
+        except (OSError, ValueError) as exc:  # read-only, full or gone: the next reader parses again
+            log.debug("%s: not written (%s)", self.path, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
 
 # --- Tune's experiment state ------------------------------------------------------------------------------
@@ -1041,7 +1193,7 @@ def resume_problems(root: Path) -> list[str]:
         problems.append(f"{state.path.name} is not a Tune experiment state (no readable trial entries)")
     if state.entries and file_problem(root / SWEEP_FILE) is None:
         try:
-            found = _read_experiment(root, 0, state)
+            found = _read_experiment(root, 0, state, cache=False)  # a check that may refuse: it writes nothing
         except SweepError as exc:
             return [*problems, str(exc)]
         problems += [d for t in found.trials for d in t.damage]
@@ -1065,7 +1217,12 @@ def _checkpoints(trial_dir: Path, damage: list[str], notes: list[str]) -> tuple[
     as it was written (a trial killed mid-save), is skipped with a note; metadata that is there but cannot
     be read (a folder, NUL bytes, garbage, not rlsweep's) is damage."""
     records = []
-    for directory in sorted(trial_dir.glob(CHECKPOINT_GLOB)):
+    try:  # one listing, not a glob's per-entry work: this runs for every trial of the sweep
+        with os.scandir(trial_dir) as listing:
+            found = sorted(trial_dir / entry.name for entry in listing if fnmatch.fnmatchcase(entry.name, CHECKPOINT_GLOB))
+    except OSError:
+        found = []
+    for directory in found:
         try:
             meta = read_checkpoint_meta(directory)
         except UnreadableFile as exc:
@@ -1127,28 +1284,50 @@ class _Found:
     damage: tuple[str, ...] = ()
 
 
+def _indexed_rows(
+    trial_dir: Path, index: _RowsIndex | None, restores_others: bool
+) -> tuple[Any, Any, int, Any] | None:
+    """The trial's rows and raw rows (unparsed, see :class:`LazyRows`), its skipped lines and its last row's
+    config, where the rows index knows its ``result.json`` as it is now; else None."""
+    signature = _signature(trial_dir / RESULT_FILE) if index is not None else None
+    found = index.lookup(trial_dir.name, signature) if index is not None else None
+    if found is None or signature is None:
+        return None
+    source, columns = _RowSource(trial_dir / RESULT_FILE, signature[0]), found["cols"]
+    raw = LazyRows(source, list(range(found["n"])), columns)
+    rows = raw if restores_others else LazyRows(source, _timeline(columns[ENV_STEPS]), columns)
+    return rows, raw, found["bad"], found.get("config")
+
+
 def _read_trial(
     trial_dir: Path, trial_id: str | None, entry: TuneEntry | None, *, restores_others: bool, budget_env_steps: int,
-    notes: list[str],
+    notes: list[str], index: _RowsIndex | None = None,
 ) -> Trial:
     """One trial folder, read as far as it can be; what cannot is its damage."""
     damage: list[str] = []
-    try:
-        raw, bad = read_results(trial_dir / RESULT_FILE)
-        results_readable = True
-    except UnreadableFile as exc:
-        raw, bad, results_readable = [], 0, False
-        damage.append(f"{exc}: the trial's results cannot be read")
+    results_readable = True
+    if (indexed := _indexed_rows(trial_dir, index, restores_others)) is not None:
+        rows, raw, bad, last_config = indexed
+    else:
+        signature = _signature(trial_dir / RESULT_FILE) if index is not None else None
+        try:
+            raw, bad = read_results(trial_dir / RESULT_FILE)
+        except UnreadableFile as exc:
+            raw, bad, results_readable = [], 0, False
+            damage.append(f"{exc}: the trial's results cannot be read")
+        if index is not None and signature is not None and results_readable and signature == _signature(trial_dir / RESULT_FILE):
+            index.put(trial_dir.name, signature, raw, bad)
+        rows = raw if restores_others else one_timeline(raw)
+        last_config = rows[-1].get(CONFIG_KEY) if rows else None
     if bad:
         notes.append(f"{trial_dir.name}: skipped {bad} unreadable line(s) of {RESULT_FILE}")
-    rows = raw if restores_others else one_timeline(raw)
     # The config in force at the last result: PBT/PB2 change it during the trial (params.json keeps
     # the first one).
-    config = rows[-1].get(CONFIG_KEY) if rows else None
+    config = last_config
     if not isinstance(config, Mapping):
         params = _json_noting(trial_dir / PARAMS_FILE, damage, "the trial's config")
         config = params if isinstance(params, dict) else (entry.config if entry is not None and entry.config else {})
-    first_id = rows[0].get(TRIAL_ID_KEY) if rows else None
+    first_id = (rows.column(TRIAL_ID_KEY)[0] if isinstance(rows, LazyRows) else rows[0].get(TRIAL_ID_KEY)) if rows else None
     trial_id = trial_id or (first_id if isinstance(first_id, str) and first_id else _trial_id_from_dirname(trial_dir.name))
     status, failures = (entry.status, entry.failures) if entry is not None else (None, 0)
     error_text = None
@@ -1166,7 +1345,8 @@ def _read_trial(
         failures = max(failures, text.count(FAILURE_HEADING))
     if status is None:
         # A diverged trial ends at the row that says so, as Tune's done does.
-        done = bool(rows) and (rows[-1].get(DONE_KEY) or rows[-1].get(DIVERGED) or env_steps(rows[-1]) >= budget_env_steps)
+        last = {k: (rows.column(k) or [None])[-1] for k in (DONE_KEY, DIVERGED, ENV_STEPS)} if isinstance(rows, LazyRows) and rows else (rows[-1] if rows else {})
+        done = bool(rows) and (last.get(DONE_KEY) or last.get(DIVERGED) or env_steps(last) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
     settings = _json_noting(trial_dir / TRIAL_FILE, damage, "the settings and seed the trial ran with")
     checkpoints = _checkpoints(trial_dir, damage, notes)
@@ -1174,8 +1354,8 @@ def _read_trial(
         trial_id=trial_id,
         path=trial_dir,
         config=config,
-        rows=tuple(rows),
-        raw_rows=tuple(raw),
+        rows=rows if isinstance(rows, LazyRows) else tuple(rows),
+        raw_rows=raw if isinstance(raw, LazyRows) else tuple(raw),
         state=status if results_readable else UNREADABLE,
         error=error_text,
         failures=failures,
@@ -1185,7 +1365,24 @@ def _read_trial(
     )
 
 
-def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None = None) -> _Found:
+def _read_experiment(
+    root: Path, budget_env_steps: int, state: TuneState | None = None, keys: Iterable[str] = (), *, cache: bool = True
+) -> _Found:
+    """The experiment's trials; ``cache``: read and update the rows index (:data:`ROWS_INDEX`)."""
+    # Reading builds many small objects that live on (every row of every trial): the cyclic collector would
+    # walk them again and again as they accumulate, a quarter of the time on 10,000 trials, and frees none.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_experiment_rows(root, budget_env_steps, state, keys, cache)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_experiment_rows(
+    root: Path, budget_env_steps: int, state: TuneState | None, keys: Iterable[str], cache: bool
+) -> _Found:
     info = read_sweep_info(root)
     # Trials that restore other trials' checkpoints (PBT/PB2) legitimately jump to another env-step count.
     restores_others = bool(info.get("restores_other_trials", False))
@@ -1193,18 +1390,19 @@ def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None 
     entries = state.entries or {}
     notes = [p for p in state.problems if p not in state.damage]
     folders, claimed = _folders_of(root, entries)
+    index = _RowsIndex(root, keys) if cache else None
     trials, unlisted = [], []
     for folder in folders:
         trial_id = claimed.get(folder)
         if trial_id is None and not _has_trial_files(folder):
             continue
         trial = _read_trial(folder, trial_id, entries.get(trial_id) if trial_id else None,
-                            restores_others=restores_others, budget_env_steps=budget_env_steps, notes=notes)
+                            restores_others=restores_others, budget_env_steps=budget_env_steps, notes=notes, index=index)
         if trial_id is None and trial.trial_id in entries and not any(v == trial.trial_id for v in claimed.values()):
             # Its rows name a listed trial whose folder Tune recorded under another name (a renamed folder).
             claimed[folder] = trial.trial_id
             trial = _read_trial(folder, trial.trial_id, entries[trial.trial_id], restores_others=restores_others,
-                                budget_env_steps=budget_env_steps, notes=[])
+                                budget_env_steps=budget_env_steps, notes=[], index=index)
         elif trial_id is None and entries:
             unlisted.append(folder)
             # Where an entry of the state names no trial, it may be this folder's: then it reads as a trial.
@@ -1215,6 +1413,8 @@ def _read_experiment(root: Path, budget_env_steps: int, state: TuneState | None 
                              "not as a trial of this sweep, and left out of the best trial (while a sweep runs, a trial "
                              "that started since Tune last saved its state; else a folder that is no trial of this sweep)")
         trials.append(trial)
+    if index is not None:
+        index.save(folder.name for folder in folders)
     found_ids = set(claimed.values())
     for entry in entries.values():
         # A trial that never started has no folder yet; one that did and has none was deleted or moved.
@@ -1243,7 +1443,7 @@ class Experiment:
     damage: tuple[str, ...] = ()
 
 
-def read_experiment(root: Path, *, budget_env_steps: int) -> Experiment:
+def read_experiment(root: Path, *, budget_env_steps: int, keys: Iterable[str] = ()) -> Experiment:
     """Every trial of the experiment at ``root``, as found on disk, plus each trial Tune's state lists whose
     folder is gone (state :data:`MISSING`), and what of the rest could not be read. What cannot be read is
     named in a warning: the experiment's damage, a trial's damage (also in :attr:`Trial.damage`), garbled
@@ -1251,8 +1451,11 @@ def read_experiment(root: Path, *, budget_env_steps: int) -> Experiment:
 
     Raises:
         SweepError: ``root`` is no rlsweep experiment directory.
+
+    ``keys``: the row keys the caller reads of every trial (its metric, stop keys): with the rows index they
+    are read without parsing each trial's rows (:meth:`Trial.column`); rows are parsed when first read.
     """
-    found = _read_experiment(root, budget_env_steps)
+    found = _read_experiment(root, budget_env_steps, keys=keys)
     _warn_each([*found.damage, *found.notes, *(d for t in found.trials for d in t.damage)])
     return Experiment(found.trials, found.damage)
 

@@ -79,7 +79,7 @@ def _snapshot(root: Path) -> dict[str, object]:
     for path in sorted(root.rglob("*")):
         mode = path.lstat().st_mode
         key = str(path.relative_to(root))
-        if key == store.MLFLOW_LOCK:
+        if key in (store.MLFLOW_LOCK, store.ROWS_INDEX):  # a lock and a cache: readers make them, nothing of the sweep
             continue
         found[key] = path.read_bytes() if stat.S_ISREG(mode) else ("link", os.readlink(path)) if stat.S_ISLNK(mode) else stat.S_IFMT(mode)
     return found

@@ -30,7 +30,7 @@ from rlsweep.analysis._record import markdown as reproducibility_page
 from rlsweep.analysis._record import record as reproducibility_record
 from rlsweep.analysis._rules import DEFAULT_EVAL_SEEDS, DEFAULT_RULE, EVAL_CANDIDATES, EVAL_EPISODES, Best, SelectionRule
 from rlsweep.errors import SpecError, SweepError, UsageError
-from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, PER_SEED_PREFIX, env_steps
+from rlsweep.metrics import HP_PREFIX, NORMALIZED_METRICS, PER_SEED_PREFIX
 from rlsweep.spec import DEFAULT_STORAGE, SweepSpec, parse_spec, parse_yaml
 from rlsweep.store import CheckpointRecord, Trial
 
@@ -148,9 +148,8 @@ class Sweep:
             return f"diverged at {trial.env_steps} env steps ({trial.diverged})"
         if trial.env_steps >= self.spec.budget.env_steps:
             return "budget"
-        last = trial.rows[-1] if trial.rows else {}
         # Tune's stop dict: a trial stops once a result's value reaches the threshold.
-        if any(isinstance(last.get(k), (int, float)) and last[k] >= v for k, v in self.spec.stop.items()):
+        if any(isinstance(last := trial.last(k), (int, float)) and last >= v for k, v in self.spec.stop.items()):
             return "stop"
         return "stopped early by the scheduler"
 
@@ -425,7 +424,7 @@ class Sweep:
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         better = (lambda a, b: a > b) if mode == "max" else (lambda a, b: a < b)
         values = trial.values(metric)
-        steps = [env_steps(r) for r in trial.rows]
+        steps = trial.steps()
         at_checkpoint = rule.at_checkpoint()
         chosen, chosen_value = None, math.nan
         for checkpoint in trial.checkpoints:
@@ -496,7 +495,7 @@ def load(path: str | Path) -> Sweep:
         raise SweepError(f"{root}: no such experiment directory")
     info = store.read_sweep_info(root)
     spec, damage = _spec_of(root, info)
-    found = store.read_experiment(root, budget_env_steps=spec.budget.env_steps)
+    found = store.read_experiment(root, budget_env_steps=spec.budget.env_steps, keys=(spec.metric.name, *spec.stop))
     return Sweep(root, spec, found.trials, info, [*damage, *found.damage])
 
 

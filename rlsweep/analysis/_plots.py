@@ -10,7 +10,6 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlsweep.metrics import env_steps
 
 if TYPE_CHECKING:
     from rlsweep.analysis._view import SweepView
@@ -42,7 +41,7 @@ def curves_figure(sweep: SweepView) -> Any:
     figure = _figure(9, 5)
     axes = figure.subplots()
     for trial in sweep.trials:
-        steps = [env_steps(r) for r in trial.rows]  # the one reader of a row's env steps (0 if unreadable)
+        steps = trial.steps()  # each row's env steps (0 where unreadable)
         values = trial.values(metric)
         if not steps:
             continue

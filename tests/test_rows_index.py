@@ -1,0 +1,141 @@
+"""The rows index: a reader of a large sweep parses only the ``result.json`` files that changed since the last
+read, and its answers are the ones a full parse gives, whatever happened to the files or to the index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import rlsweep
+from rlsweep import store
+from tests.experiments import new_experiment, write_trial
+
+
+def _sweep(root: Path) -> Path:
+    """Three trials: one with a row redone after a restore and a garbled line, one with checkpoints, one that
+    reports a config in its rows (the last row's is the trial's)."""
+    new_experiment(root)
+    redone = write_trial(root, "aaaaa_00000", [1.0, 2.0, 3.0], config={"training.lr": 0.001})
+    with (redone / store.RESULT_FILE).open("a") as handle:
+        handle.write("{garbled\n")
+        handle.write(json.dumps({"trial_id": "aaaaa_00000", "env_steps": 2000, "return_mean": 9.0, "timestamp": 4}) + "\n")
+    write_trial(root, "bbbbb_00001", [4.0, 5.0], config={"training.lr": 0.002}, checkpoints=[1000, 2000])
+    write_trial(root, "ccccc_00002", [0.5, 7.0, 6.0, 8.0], config={"training.lr": 0.003}, config_in_rows=True, done=True)
+    return root
+
+
+def _answers(root: Path) -> dict[str, object]:
+    """What a user reads: each trial's state, config, rows, values and env steps; the table; the best."""
+    sweep = rlsweep.load(root)
+    best = sweep.best()
+    return {
+        "trials": {t.trial_id: (t.state, dict(t.config), [dict(r) for r in t.rows], [dict(r) for r in t.raw_rows],
+                                t.values("return_mean"), t.env_steps, [c.env_steps for c in t.checkpoints])
+                   for t in sweep.trials},
+        "table": sweep.table().to_json(),
+        "best": (best.trial_id, best.value, best.env_steps, best.checkpoint),
+    }
+
+
+def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the ``result.json`` files parsed from now on."""
+    parsed: list[int] = []
+    scan = store._scan_rows
+
+    def counting(data: bytes):
+        parsed.append(len(data))
+        return scan(data)
+
+    monkeypatch.setattr(store, "_scan_rows", counting)
+    return parsed
+
+
+def test_a_second_read_parses_no_rows_and_answers_as_the_first(tmp_path, monkeypatch, caplog):
+    root = _sweep(tmp_path / "exp")
+    with caplog.at_level("WARNING"):
+        first = _answers(root)
+    assert (root / store.ROWS_INDEX).is_file()
+    parsed = _no_parsing(monkeypatch)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        sweep = rlsweep.load(root)
+        table, best = sweep.table(), sweep.best()
+    # status, best and table read the index alone: not one trial's rows parsed.
+    assert parsed == []
+    assert "aaaaa_00000_00000_0_x: skipped 1 unreadable line(s)" in caplog.text.replace("train_", "")
+    assert table.to_json() == first["table"] and (best.trial_id, best.value, best.env_steps, best.checkpoint) == first["best"]
+    # The restored row replaces the ones it redid, from the index as from the file.
+    assert sweep.trials[0].values("return_mean") == [1.0, 9.0]
+    assert _answers(root) == first  # rows read in full when asked for: the same rows
+
+
+def test_rows_appended_since_the_index_was_written_are_read(tmp_path, monkeypatch):
+    root = _sweep(tmp_path / "exp")
+    rlsweep.load(root).table()
+    result = next(root.glob("train_bbbbb*")) / store.RESULT_FILE
+    with result.open("a") as handle:
+        handle.write(json.dumps({"trial_id": "bbbbb_00001", "env_steps": 3000, "return_mean": 50.0, "timestamp": 3}) + "\n")
+    parsed = _no_parsing(monkeypatch)
+    sweep = rlsweep.load(root)
+    assert len(parsed) == 1  # the changed file only
+    trial = next(t for t in sweep.trials if t.trial_id == "bbbbb_00001")
+    assert trial.values("return_mean") == [4.0, 5.0, 50.0] and trial.env_steps == 3000
+    assert sweep.best().trial_id == "bbbbb_00001"
+
+
+@pytest.mark.parametrize("damage", ["garbled", "not an index", "wrong lengths", "a folder"])
+def test_an_index_that_does_not_read_is_rebuilt_and_the_answers_are_the_files(tmp_path, caplog, damage):
+    root = _sweep(tmp_path / "exp")
+    first = _answers(root)
+    index = root / store.ROWS_INDEX
+    if damage == "garbled":
+        index.write_bytes(b"\0\0{not json")
+    elif damage == "not an index":
+        index.write_text("[1, 2, 3]")
+    elif damage == "wrong lengths":
+        found = json.loads(index.read_text())
+        for entry in found["trials"].values():
+            entry["cols"]["return_mean"] = entry["cols"]["return_mean"][:1]
+        index.write_text(json.dumps(found))
+    else:
+        index.unlink()
+        index.mkdir()
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        again = _answers(root)
+    assert again == first
+    assert store.ROWS_INDEX not in caplog.text  # a cache: nothing of the sweep is damaged
+    assert rlsweep.load(root).damage == []
+
+
+def test_on_a_full_disk_the_index_is_not_written_and_the_answers_are_the_same(tmp_path, monkeypatch):
+    root = _sweep(tmp_path / "exp")
+    first = _answers(root)
+    (root / store.ROWS_INDEX).unlink()
+    write_text = Path.write_text
+
+    def full(self, *args, **kwargs):
+        if self.name.startswith(store.ROWS_INDEX):
+            raise OSError(28, "No space left on device")
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    assert _answers(root) == first
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(store.ROWS_INDEX)) == []
+
+
+def test_an_index_for_another_metric_is_widened_not_trusted(tmp_path, monkeypatch):
+    """An index written for other keys (the spec's metric changed, an older index): the file is parsed again."""
+    root = _sweep(tmp_path / "exp")
+    rlsweep.load(root).table()
+    index = root / store.ROWS_INDEX
+    found = json.loads(index.read_text())
+    found["keys"].remove("return_mean")
+    for entry in found["trials"].values():
+        del entry["cols"]["return_mean"]
+    index.write_text(json.dumps(found))
+    parsed = _no_parsing(monkeypatch)
+    assert rlsweep.load(root).best().trial_id == "ccccc_00002"
+    assert len(parsed) == 3 and "return_mean" in json.loads(index.read_text())["keys"]

@@ -40,22 +40,38 @@ def curves_figure(sweep: SweepView) -> Any:
     metric = sweep.spec.metric.name
     figure = _figure(9, 5)
     axes = figure.subplots()
-    for trial in sweep.trials:
-        steps = trial.steps()  # each row's env steps (0 where unreadable)
-        values = trial.values(metric)
-        if not steps:
-            continue
+    curves = [(trial, steps, trial.values(metric)) for trial in sweep.trials if (steps := trial.steps())]
+    if len(curves) > MANY_CURVES:
+        _many_curves(axes, curves, sweep.spec.budget.env_steps)
+    for trial, steps, values in curves if len(curves) <= MANY_CURVES else ():
         (line,) = axes.plot(steps, values, linewidth=1.2, alpha=0.85, label=trial.trial_id)
         if steps[-1] < sweep.spec.budget.env_steps:
             axes.plot(steps[-1], values[-1], marker="x", markersize=8, color=line.get_color(), label=f"_stopped {trial.trial_id}")
     axes.set_xlabel("env steps")
     axes.set_ylabel(metric)
-    axes.set_title(f"{sweep.spec.name}: {metric} per trial (x = stopped before the budget)", fontsize=10)
+    shown = "per trial" if len(curves) <= MANY_CURVES else f"of {len(curves):,} trials"
+    axes.set_title(f"{sweep.spec.name}: {metric} {shown} (x = stopped before the budget)", fontsize=10)
     axes.grid(alpha=0.3)
     if len(sweep.trials) <= 12:
         axes.legend(fontsize=7, loc="best")
     figure.tight_layout()
     return figure
+
+
+#: Above this many trials the curves are drawn as one thin, translucent collection, their stops as one set of
+#: markers: a line and a legend entry each would take seconds per thousand trials and hide each other anyway.
+MANY_CURVES = 200
+
+
+def _many_curves(axes: Any, curves: list[tuple[Any, list[int], list[float]]], budget: int) -> None:
+    from matplotlib.collections import LineCollection
+
+    axes.add_collection(LineCollection([list(zip(steps, values)) for _, steps, values in curves],
+                                       linewidths=0.6, alpha=0.3, colors="tab:blue"))
+    stopped = [(steps[-1], values[-1]) for _, steps, values in curves if steps[-1] < budget]
+    if stopped:
+        axes.scatter(*zip(*stopped), marker="x", s=16, linewidths=0.8, color="tab:red", alpha=0.6)
+    axes.autoscale_view()
 
 
 def learning_curves(sweep: SweepView, path: Path) -> Path:

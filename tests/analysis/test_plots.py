@@ -137,6 +137,29 @@ def test_learning_curves_have_a_line_per_trial_against_env_steps_and_mark_the_tr
     assert axes.get_xlabel() == "env steps" and axes.get_ylabel() == "return_mean"
 
 
+def test_the_curves_of_a_sweep_of_many_trials_are_every_trials_as_one_collection_with_its_stops(tmp_path):
+    """Above MANY_CURVES trials a line each would take seconds per thousand and hide each other: one
+    collection holds every trial's curve, one set of markers every early stop."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    from rlsweep.analysis._plots import MANY_CURVES
+
+    root = new_experiment(tmp_path / "exp", sweep_id="many")
+    count = MANY_CURVES + 1
+    for index in range(count):
+        stopped = index % 3 == 0
+        write_trial(root, f"{index:05d}", [index, index + 1] if stopped else [index, index + 1, index + 2, index + 3],
+                    config={"training.lr": 1e-3})
+    (axes,) = load(root).plot("curves").axes
+    (curves,) = [c for c in axes.collections if isinstance(c, LineCollection)]
+    segments = sorted(segment.tolist() for segment in curves.get_segments())
+    assert len(segments) == count and axes.get_lines() == []
+    assert [[1000.0, 7.0], [2000.0, 8.0], [3000.0, 9.0], [4000.0, 10.0]] in segments
+    (stops,) = [c for c in axes.collections if isinstance(c, PathCollection)]
+    assert sorted(map(tuple, stops.get_offsets().tolist())) == sorted((2000.0, i + 1.0) for i in range(0, count, 3))
+    assert f"of {count:,} trials" in axes.get_title() and axes.get_ylim()[1] >= count + 2
+
+
 def test_parallel_coordinates_have_a_line_per_trial_coloured_by_its_best_score(experiment):
     import matplotlib
 

@@ -220,9 +220,11 @@ class Sweep:
                 checkpoint), saying which.
         """
         rule = self.default_rule() if rule is None else rule
-        ranked = self.ranked(rule)
+        parsed = SelectionRule.parse(rule)
+        # By the training metric only the winner's checkpoints are scored (not each of 10,000 trials').
+        ranked = self.ranked(parsed) if parsed.kind in ("eval", "confirmed", "held-out") else self._ranked_by_metric(parsed, 1)
         if not ranked:
-            raise SweepError(f"{self.path}: {self._why_none_ranked(SelectionRule.parse(rule))}")
+            raise SweepError(f"{self.path}: {self._why_none_ranked(parsed)}")
         return ranked[0]
 
     def default_rule(self) -> SelectionRule:
@@ -255,6 +257,10 @@ class Sweep:
             return self._ranked_by_confirmation()
         if rule.kind == "held-out":
             return self._ranked_by_holdout()
+        return self._ranked_by_metric(rule)
+
+    def _ranked_by_metric(self, rule: SelectionRule, top: int | None = None) -> list[Best]:
+        """:meth:`ranked` by the training metric; only the first ``top`` with their checkpoints (all: None)."""
         metric, mode = self.spec.metric.name, self.spec.metric.mode
         scored = []
         # A trial that ended in an error (out of retries) or whose config diverged (a NaN loss) is no
@@ -266,7 +272,7 @@ class Sweep:
             if not math.isnan(score):
                 scored.append((score, trial))
         scored.sort(key=lambda pair: -pair[0] if mode == "max" else pair[0])
-        return [self._with_checkpoint(trial, score, rule) for score, trial in scored]
+        return [self._with_checkpoint(trial, score, rule) for score, trial in scored[:top]]
 
     def _ranked_by_evaluation(self) -> list[Best]:
         from rlsweep.analysis._evaluate import evaluate_checkpoints

@@ -535,14 +535,33 @@ def _status(args: argparse.Namespace) -> int:
         return _answered(sweep)
     counts = table["state"].value_counts().to_dict()
     print(f"{sweep.path}: {len(table)} trials " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    shown = _status_rows(table, sweep.spec.metric.name, sweep.spec.metric.mode)
     with pd.option_context("display.max_columns", None, "display.width", 200):
-        print(table.drop(columns=["error"]).to_string(index=False))
-    for _, row in table[table["error"].notna()].iterrows():
+        print(shown.drop(columns=["error"]).to_string(index=False))
+    if len(shown) < len(table):
+        print(f"... and {len(table) - len(shown):,} more trial(s) not shown: `rlsweep status --json` lists every trial")
+    for _, row in shown[shown["error"].notna()].iterrows():
         print(f"\n[{row['trial_id']}] error:\n{row['error'].splitlines()[-1] if row['error'] else ''}")
     if sweep.has_results():
         print()
         _print_best(sweep.best())
     return _answered(sweep)
+
+
+#: Above this many trials ``rlsweep status`` shows the best :data:`STATUS_BEST` by the metric and the ones not
+#: finished (up to :data:`STATUS_ROWS` in all), not a table of thousands of lines.
+STATUS_ROWS, STATUS_BEST = 200, 20
+
+
+def _status_rows(table: Any, metric: str, mode: str) -> Any:
+    """The rows of the status table a terminal shows: all, where there are at most STATUS_ROWS; else the
+    best STATUS_BEST by the metric's best value, then the trials not terminated, in the table's order."""
+    if len(table) <= STATUS_ROWS:
+        return table
+    column = f"{metric}_best"
+    best = table[column].sort_values(ascending=mode == "min", na_position="last", kind="stable").index[:STATUS_BEST]
+    others = table.index[table["state"] != "TERMINATED"].difference(best)[: STATUS_ROWS - len(best)]
+    return table.loc[[*best, *others]]
 
 
 def _evaluate(args: argparse.Namespace) -> int:

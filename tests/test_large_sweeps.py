@@ -31,3 +31,32 @@ def test_validate_names_a_searcher_that_keeps_up_where_a_large_sweeps_would_not(
     else:
         assert len(lines) == 1 and lines[0].startswith(said), lines
         assert lines[0].endswith(f"for {trials:,} trials, searcher random, or optuna with sampler: qmc, keep each suggestion under 5 ms")
+
+
+def test_status_of_hundreds_of_trials_shows_the_best_and_the_unfinished_and_says_how_to_see_the_rest(tmp_path, capsys):
+    """Tune's own progress table stops at 20 rows; a status of thousands of lines scrolls the answer away."""
+    import json
+
+    from rlsweep.cli import STATUS_BEST, STATUS_ROWS
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    count = STATUS_ROWS + 50
+    for index in range(count):
+        # Trial 7 is the best; every 40th has one row and no final one (it still runs).
+        returns = [index % 97, 1000.0 if index == 7 else index % 97]
+        write_trial(root, f"{index:05d}_00000", returns[:1] if index % 40 == 0 else returns,
+                    config={"training.lr": 1e-3}, done=index % 40 != 0)
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line[:11].strip().endswith("_00000")]
+    running = [f"{i:05d}_00000" for i in range(0, count, 40)]
+    # The best first, by their best value, then the trials still running; a line says what is left out.
+    assert [r[0] for r in rows[:3]] == ["00007_00000", "00096_00000", "00193_00000"]
+    assert [r[0] for r in rows[STATUS_BEST:]] == running and all(r[1] == "RUNNING" for r in rows[STATUS_BEST:])
+    assert all(r[1] == "TERMINATED" for r in rows[:STATUS_BEST])
+    assert f"{count} trials {count - len(running)} TERMINATED, {len(running)} RUNNING" in out
+    assert f"... and {count - len(rows):,} more trial(s) not shown: `rlsweep status --json` lists every trial" in out
+    assert "best trial:  00007_00000" in out
+    assert main(["status", str(root), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == count

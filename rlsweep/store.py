@@ -1002,11 +1002,25 @@ class _RowsIndex:
         return entry
 
     def put(self, name: str, signature: list[int], raw: list[dict[str, Any]], bad: int) -> dict[str, Any]:
+        columns = {k: [row.get(k) for row in raw] for k in self.keys}
         entry = {"sig": signature, "n": len(raw), "bad": bad, "config": raw[-1].get(CONFIG_KEY) if raw else None,
-                 "cols": {k: [row.get(k) for row in raw] for k in self.keys}}
+                 "cols": columns, "timeline": _timeline(columns[ENV_STEPS])}
         self.entries[name] = entry
         self.changed = True
         return entry
+
+    def settings(self, name: str, signature: list[int]) -> dict[str, Any] | None:
+        entry = self.entries.get(name)
+        found = entry.get("settings") if isinstance(entry, dict) else None
+        if isinstance(found, dict) and found.get("sig") == signature and isinstance(found.get("value"), dict):
+            return found["value"]
+        return None
+
+    def put_settings(self, name: str, signature: list[int], settings: dict[str, Any]) -> None:
+        entry = self.entries.get(name)
+        if isinstance(entry, dict):  # kept with the trial's rows entry (none where its results did not read)
+            entry["settings"] = {"sig": signature, "value": settings}
+            self.changed = True
 
     def save(self, names: Iterable[str]) -> None:
         """Write the index of the trial folders ``names`` (those read now), where anything changed."""
@@ -1295,8 +1309,24 @@ def _indexed_rows(
         return None
     source, columns = _RowSource(trial_dir / RESULT_FILE, signature[0]), found["cols"]
     raw = LazyRows(source, list(range(found["n"])), columns)
-    rows = raw if restores_others else LazyRows(source, _timeline(columns[ENV_STEPS]), columns)
+    timeline = found.get("timeline")
+    if not (isinstance(timeline, list) and all(type(i) is int and 0 <= i < found["n"] for i in timeline)):
+        timeline = _timeline(columns[ENV_STEPS])
+    rows = raw if restores_others else LazyRows(source, timeline, columns)
     return rows, raw, found["bad"], found.get("config")
+
+
+def _settings(trial_dir: Path, damage: list[str], index: _RowsIndex | None) -> Any:
+    """The trial's recorded settings (``rlsweep_trial.json``, written once when it starts): from the index where
+    it knows the file as it is, else read (and, where it read whole, kept in the index)."""
+    path = trial_dir / TRIAL_FILE
+    signature = _signature(path) if index is not None else None
+    if index is not None and signature is not None and (kept := index.settings(trial_dir.name, signature)) is not None:
+        return kept
+    settings = _json_noting(path, damage, "the settings and seed the trial ran with")
+    if index is not None and signature is not None and isinstance(settings, dict):  # a damaged file reads as None
+        index.put_settings(trial_dir.name, signature, settings)
+    return settings
 
 
 def _read_trial(
@@ -1348,7 +1378,7 @@ def _read_trial(
         last = {k: (rows.column(k) or [None])[-1] for k in (DONE_KEY, DIVERGED, ENV_STEPS)} if isinstance(rows, LazyRows) and rows else (rows[-1] if rows else {})
         done = bool(rows) and (last.get(DONE_KEY) or last.get(DIVERGED) or env_steps(last) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
-    settings = _json_noting(trial_dir / TRIAL_FILE, damage, "the settings and seed the trial ran with")
+    settings = _settings(trial_dir, damage, index)
     checkpoints = _checkpoints(trial_dir, damage, notes)
     return Trial(
         trial_id=trial_id,

@@ -139,3 +139,21 @@ def test_an_index_for_another_metric_is_widened_not_trusted(tmp_path, monkeypatc
     parsed = _no_parsing(monkeypatch)
     assert rlsweep.load(root).best().trial_id == "ccccc_00002"
     assert len(parsed) == 3 and "return_mean" in json.loads(index.read_text())["keys"]
+
+
+def test_the_settings_a_trial_recorded_come_from_the_index_until_the_file_changes(tmp_path, monkeypatch):
+    root = new_experiment(tmp_path / "exp")
+    folder = write_trial(root, "aaaaa_00000", [1.0, 2.0], config={"training.lr": 0.001},
+                         settings={"settings": {"debugging.seed": 11}, "seeds": [11]})
+    assert rlsweep.load(root).trials[0].seed == 11
+    read: list[str] = []
+    noting = store._json_noting
+    monkeypatch.setattr(store, "_json_noting", lambda path, *a: read.append(path.name) or noting(path, *a))
+    assert rlsweep.load(root).trials[0].seed == 11 and store.TRIAL_FILE not in read
+    settings = folder / store.TRIAL_FILE
+    settings.write_text(json.dumps({"settings": {"debugging.seed": 12}, "seeds": [12]}) + "   ")
+    assert rlsweep.load(root).trials[0].seeds == [12] and read.count(store.TRIAL_FILE) == 1
+    settings.write_text("{cut off")  # damage is read and named every time, never kept
+    for _ in range(2):
+        trial = rlsweep.load(root).trials[0]
+        assert trial.seed is None and any(store.TRIAL_FILE in d for d in trial.damage)

@@ -6,6 +6,8 @@ budget), so the same env steps:
 
 - ``per1``: ``seeds.per_trial: 1``, 20 trials (the usual sweep; its answer is the best trial's own value);
 - ``per3``: ``seeds.per_trial: 3`` with ``aggregate: iqm``, 7 trials (21 runs: one more than the others);
+- ``lcb``: as ``per3`` with ``aggregate: lcb`` (each trial scored by its seeds' mean less one standard error,
+  so a configuration that scored well on one lucky seed ranks below a steady one);
 - ``holdout``: ``seeds.per_trial: 1``, 14 trials, then the held-out stage with its default least seeds (6)
   and ``holdout: {share: 0.43}``: floor(0.43 x 14) = 6 runs, the least the stage takes, here all on the
   search's best configuration, since a race needs 10; its answer is the stage's winner, its held-out IQM and
@@ -77,6 +79,7 @@ TASKS: dict[str, dict[str, Any]] = {
 SIDES: dict[str, dict[str, Any]] = {
     "per1": {"per_trial": 1, "trials": 20, "holdout": None},
     "per3": {"per_trial": 3, "trials": 7, "holdout": None},
+    "lcb": {"per_trial": 3, "trials": 7, "holdout": None, "aggregate": "lcb"},
     "holdout": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}},
 }
 TEST_SEEDS, EPISODES = 10, 10
@@ -97,7 +100,7 @@ def document(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, 
         "searcher": {"name": "optuna", "seed": sweep_seed},
         "scheduler": "fifo",
         "budget": {"env_steps": setup["env_steps"], "trials": chosen["trials"], "max_concurrent": 2},
-        "seeds": {"per_trial": chosen["per_trial"], "aggregate": "iqm"},
+        "seeds": {"per_trial": chosen["per_trial"], "aggregate": chosen.get("aggregate", "iqm")},
         "evaluation": {"episodes": EPISODES},
         "metric": {"name": "eval_return_mean", "mode": "max"},
         "holdout": chosen["holdout"],
@@ -195,6 +198,14 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
             "verdict": verdict}
 
 
+#: The paired comparisons of test IQM every results file holds (where both sides ran), ``a_minus_b``.
+PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb")]
+
+
+def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {f"{a}_minus_{b}": paired(runs, a, b) for a, b in PAIRS}
+
+
 def _commit() -> dict[str, Any]:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
@@ -219,8 +230,7 @@ def pool(files: list[Path]) -> Path:
     out.write_text(json.dumps({
         "benchmark": "seed_robustness", "task": task, "pooled_from": sources, "sides": SIDES, "setup": TASKS[task],
         "test_seeds": TEST_SEEDS, "episodes": EPISODES, "runs": runs, "summary": summary(runs),
-        "holdout_minus_per1": paired(runs, "holdout", "per1"), "holdout_minus_per3": paired(runs, "holdout", "per3"),
-        "per3_minus_per1": paired(runs, "per3", "per1"),
+        **comparisons(runs),
     }, indent=1))
     return out
 
@@ -266,9 +276,7 @@ def main() -> None:
                     "versions": {p: metadata.version(p) for p in ("ray", "torch", "optuna", "gymnasium", "numpy")},
                     "runs": runs,
                     "summary": summary(runs),
-                    "holdout_minus_per1": paired(runs, "holdout", "per1"),
-                    "holdout_minus_per3": paired(runs, "holdout", "per3"),
-                    "per3_minus_per1": paired(runs, "per3", "per1"),
+                    **comparisons(runs),
                 }, indent=1))
     print(json.dumps(summary(runs), indent=1))
     print(f"results: {out}")

@@ -31,6 +31,7 @@ import os
 import pickletools
 import re
 import stat
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -736,7 +737,9 @@ class Trial:
 
     Attributes:
         config: The trial's draw (PBT/PB2: as mutated at its last result), keyed by spec paths.
-        rows: Its result rows, work redone after a restore counted once.
+        rows: Its result rows, work redone after a restore counted once: a sequence of mappings (a tuple, or,
+            where the rows index knew the trial's file, parsed on first read; :class:`RowsGone` where the file
+            changed since).
         raw_rows: Every row in the order Tune appended it, redone iterations included.
         settings: Every setting it ran with, as the trial recorded them (None for trials that never started).
         failures: How many times the trial failed (and, while retries were left, restarted).
@@ -747,11 +750,11 @@ class Trial:
     trial_id: str
     path: Path
     config: Mapping[str, Any]
-    rows: tuple[Mapping[str, Any], ...]
+    rows: Sequence[Mapping[str, Any]]
     state: str
     error: str | None = None
     checkpoints: tuple[CheckpointRecord, ...] = ()
-    raw_rows: tuple[Mapping[str, Any], ...] = ()
+    raw_rows: Sequence[Mapping[str, Any]] = ()
     failures: int = 0
     settings: Mapping[str, Any] | None = None
     damage: tuple[str, ...] = ()
@@ -904,22 +907,30 @@ INDEXED_KEYS = (ENV_STEPS, DONE_KEY, DIVERGED, TRIAL_ID_KEY)
 _INDEX_VERSION = 1
 
 
+class RowsGone(SweepError):
+    """A trial's rows, read from the rows index when the sweep was loaded, are no longer in its ``result.json``."""
+
+
 class _RowSource:
-    """A ``result.json`` as the index saw it (its first ``size`` bytes: Tune only appends), parsed on first use."""
+    """A ``result.json`` as the index saw it (its first ``size`` bytes, ``count`` rows: Tune only appends),
+    parsed on first use."""
 
-    __slots__ = ("path", "size", "_rows")
+    __slots__ = ("path", "size", "count", "_rows")
 
-    def __init__(self, path: Path, size: int) -> None:
-        self.path, self.size, self._rows = path, size, None
+    def __init__(self, path: Path, size: int, count: int) -> None:
+        self.path, self.size, self.count, self._rows = path, size, count, None
 
     def rows(self) -> list[dict[str, Any]]:
         if self._rows is None:
             try:
-                data = (read_bytes(self.path) or b"")[: self.size]
-            except UnreadableFile as exc:  # changed since the index was read: what it held is gone
-                log.warning("%s", exc)
-                data = b""
-            self._rows = _scan_rows(data)[0]
+                data = read_bytes(self.path)
+            except UnreadableFile as exc:
+                raise RowsGone(f"{exc}: the trial's rows changed since the sweep was loaded; load it again") from None
+            rows = _scan_rows((data or b"")[: self.size])[0] if data is not None and len(data) >= self.size else None
+            if rows is None or len(rows) != self.count:
+                what = "is gone" if data is None else "was rewritten"
+                raise RowsGone(f"{self.path}: {what} since the sweep was loaded; load it again")
+            self._rows = rows
         return self._rows
 
 
@@ -935,7 +946,7 @@ class LazyRows(Sequence):  # type: ignore[type-arg]
     def _loaded(self) -> tuple[Mapping[str, Any], ...]:
         if self._rows is None:
             raw = self._source.rows()
-            self._rows = tuple(raw[i] for i in self._picks if i < len(raw))
+            self._rows = tuple(raw[i] for i in self._picks)
         return self._rows
 
     def column(self, key: str) -> list[Any] | None:
@@ -944,7 +955,7 @@ class LazyRows(Sequence):  # type: ignore[type-arg]
         return None if values is None else [values[i] for i in self._picks]
 
     def __len__(self) -> int:
-        return len(self._picks) if self._rows is None else len(self._rows)
+        return len(self._picks)
 
     def __getitem__(self, index: Any) -> Any:
         return self._loaded()[index]
@@ -964,12 +975,13 @@ class LazyRows(Sequence):  # type: ignore[type-arg]
 
 
 def _signature(path: Path) -> list[int] | None:
-    """What tells a ``result.json`` changed: its size, mtime and inode; None where it is no regular file."""
+    """What tells a file changed: its size, mtime, inode and ctime (which no tool sets back: a rewrite that keeps
+    size and mtime, a chmod, changes it); None where it is no regular file."""
     try:
         found = os.stat(path)
     except OSError:
         return None
-    return [found.st_size, found.st_mtime_ns, found.st_ino] if stat.S_ISREG(found.st_mode) else None
+    return [found.st_size, found.st_mtime_ns, found.st_ino, found.st_ctime_ns] if stat.S_ISREG(found.st_mode) else None
 
 
 class _RowsIndex:
@@ -987,8 +999,10 @@ class _RowsIndex:
             found = json.loads(data) if data else None
         except (SweepError, ValueError, RecursionError):
             found = None
-        if (isinstance(found, dict) and found.get("version") == _INDEX_VERSION and isinstance(found.get("keys"), list)
-                and set(self.keys) <= set(found["keys"]) and isinstance(found.get("trials"), dict)):
+        keys = found.get("keys") if isinstance(found, dict) else None
+        if (isinstance(found, dict) and found.get("version") == _INDEX_VERSION and isinstance(keys, list)
+                and all(isinstance(k, str) for k in keys) and set(self.keys) <= set(keys)
+                and isinstance(found.get("trials"), dict)):
             self.keys, self.entries = found["keys"], found["trials"]
 
     def lookup(self, name: str, signature: list[int] | None) -> dict[str, Any] | None:
@@ -1027,15 +1041,19 @@ class _RowsIndex:
         kept = {name: self.entries[name] for name in names if name in self.entries}
         if not self.changed and len(kept) == len(self.entries):
             return
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        temporary = None
         try:
-            temporary.write_text(json.dumps({"version": _INDEX_VERSION, "keys": self.keys, "trials": kept},
-                                            separators=(",", ":")))
+            # A new file of a name no one can plant a link at (O_EXCL), renamed over the index: a reader never
+            # writes through a link in a folder it was handed, nor sees half an index.
+            fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f"{ROWS_INDEX}.", suffix=".tmp")
+            with os.fdopen(fd, "w") as out:
+                out.write(json.dumps({"version": _INDEX_VERSION, "keys": self.keys, "trials": kept}, separators=(",", ":")))
             os.replace(temporary, self.path)
         except (OSError, ValueError) as exc:  # read-only, full or gone: the next reader parses again
             log.debug("%s: not written (%s)", self.path, exc)
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
 
 
 # --- Tune's experiment state ------------------------------------------------------------------------------
@@ -1307,7 +1325,7 @@ def _indexed_rows(
     found = index.lookup(trial_dir.name, signature) if index is not None else None
     if found is None or signature is None:
         return None
-    source, columns = _RowSource(trial_dir / RESULT_FILE, signature[0]), found["cols"]
+    source, columns = _RowSource(trial_dir / RESULT_FILE, signature[0], found["n"]), found["cols"]
     raw = LazyRows(source, list(range(found["n"])), columns)
     timeline = found.get("timeline")
     if not (isinstance(timeline, list) and all(type(i) is int and 0 <= i < found["n"] for i in timeline)):

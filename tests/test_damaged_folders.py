@@ -1,7 +1,7 @@
 """Experiment folders damaged the way a disk, a copy or a hand does it, read by every reader a user runs on
 them (``status``, ``best``, ``export``, ``plot``, ``resume``, ``confirm``, a warm start from the folder): each
 reads what is intact, names what is not in a warning (the file and what is wrong), never opens a FIFO,
-changes nothing on disk (the export's lock file aside), and exits 1 where the answer is incomplete (a trial
+changes nothing on disk (the export's lock file and the readers' rows index aside), and exits 1 where the answer is incomplete (a trial
 missing or unreadable), 2 where the folder is not usable. ``resume`` and ``confirm`` refuse a damaged folder
 before anything starts: here they never reach a real run (a stub stands where Ray would start)."""
 
@@ -79,7 +79,7 @@ def _snapshot(root: Path) -> dict[str, object]:
     for path in sorted(root.rglob("*")):
         mode = path.lstat().st_mode
         key = str(path.relative_to(root))
-        if key in (store.MLFLOW_LOCK, store.ROWS_INDEX):  # a lock and a cache: readers make them, nothing of the sweep
+        if key == store.MLFLOW_LOCK or key.startswith(store.ROWS_INDEX):  # a lock and a cache, none of the sweep's data
             continue
         found[key] = path.read_bytes() if stat.S_ISREG(mode) else ("link", os.readlink(path)) if stat.S_ISLNK(mode) else stat.S_IFMT(mode)
     return found

@@ -4,6 +4,7 @@ read, and its answers are the ones a full parse gives, whatever happened to the 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -114,14 +115,22 @@ def test_on_a_full_disk_the_index_is_not_written_and_the_answers_are_the_same(tm
     root = _sweep(tmp_path / "exp")
     first = _answers(root)
     (root / store.ROWS_INDEX).unlink()
-    write_text = Path.write_text
+    fdopen = os.fdopen
 
-    def full(self, *args, **kwargs):
-        if self.name.startswith(store.ROWS_INDEX):
+    class Full:
+        def __init__(self, fd: int) -> None:
+            self.file = fdopen(fd, "w")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.file.close()
+
+        def write(self, text: str) -> int:
             raise OSError(28, "No space left on device")
-        return write_text(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode="r", *a, **k: Full(fd) if "w" in mode else fdopen(fd, mode, *a, **k))
     assert _answers(root) == first
     assert sorted(p.name for p in root.iterdir() if p.name.startswith(store.ROWS_INDEX)) == []
 
@@ -157,3 +166,58 @@ def test_the_settings_a_trial_recorded_come_from_the_index_until_the_file_change
     for _ in range(2):
         trial = rlsweep.load(root).trials[0]
         assert trial.seed is None and any(store.TRIAL_FILE in d for d in trial.damage)
+
+
+def test_a_result_file_rewritten_with_its_size_and_mtime_or_made_unreadable_is_read_again(tmp_path):
+    """``cp -p`` and ``touch -r`` keep size and mtime; a chmod keeps both and the inode: none is taken from the
+    index (their ctime changed)."""
+    root = _sweep(tmp_path / "exp")
+    rlsweep.load(root).table()
+    result = next(root.glob("train_ccccc*")) / store.RESULT_FILE
+    before = result.stat()
+    result.write_text(result.read_text().replace('"return_mean": 8.0', '"return_mean": 9.0'))
+    os.utime(result, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert result.stat().st_size == before.st_size and result.stat().st_mtime_ns == before.st_mtime_ns
+    trial = next(t for t in rlsweep.load(root).trials if t.trial_id == "ccccc_00002")
+    assert trial.values("return_mean") == [0.5, 7.0, 6.0, 9.0]
+
+
+def test_an_index_with_keys_of_the_wrong_kind_is_rebuilt_not_a_crash(tmp_path, capsys):
+    from rlsweep.cli import main
+
+    root = _sweep(tmp_path / "exp")
+    rlsweep.load(root).table()
+    index = root / store.ROWS_INDEX
+    found = json.loads(index.read_text())
+    index.write_text(json.dumps({**found, "keys": [["env_steps"], {"a": 1}]}))
+    assert main(["status", str(root)]) == 0
+    assert "ccccc_00002" in capsys.readouterr().out
+
+
+def test_a_reader_never_writes_through_a_link_planted_in_the_folder(tmp_path):
+    root = _sweep(tmp_path / "exp")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    for pid in (os.getpid(), *range(1, 50)):
+        (root / f"{store.ROWS_INDEX}.{pid}.tmp").symlink_to(victim)
+    rlsweep.load(root).table()
+    assert victim.read_text() == "mine" and (root / store.ROWS_INDEX).is_file()
+    assert not (root / store.ROWS_INDEX).is_symlink()
+
+
+def test_rows_read_after_their_file_went_away_say_so(tmp_path):
+    root = _sweep(tmp_path / "exp")
+    rlsweep.load(root).table()
+    sweep = rlsweep.load(root)
+    trial = next(t for t in sweep.trials if t.trial_id == "bbbbb_00001")
+    (trial.path / store.RESULT_FILE).rename(trial.path / "moved.json")
+    assert len(trial.rows) == 2 and trial.values("return_mean") == [4.0, 5.0]  # known from the index
+    with pytest.raises(store.SweepError, match=r"result\.json: is gone since the sweep was loaded; load it again"):
+        trial.rows[0]
+    (trial.path / "moved.json").rename(trial.path / store.RESULT_FILE)
+    size = (trial.path / store.RESULT_FILE).stat().st_size
+    # Rewritten shorter with as many rows, or as long with fewer: not the rows the index counted.
+    for text in ('{"a": 1}\n{"a": 2}\n', '{"a": "' + "x" * size + '"}\n'):
+        (trial.path / store.RESULT_FILE).write_text(text)
+        with pytest.raises(store.SweepError, match="was rewritten since the sweep was loaded"):
+            list(trial.rows)

@@ -165,7 +165,8 @@ def confirmation_document(document: Mapping[str, Any], plan: ConfirmationPlan) -
         evaluation={"episodes": episodes},
         mlflow=None,
     )
-    doc["seeds"] = {**(doc.get("seeds") or {}), "per_trial": 1}
+    # One seed a trial: no aggregate to choose (lcb, which needs two seeds, would make the spec invalid).
+    doc["seeds"] = {**{k: v for k, v in (doc.get("seeds") or {}).items() if k != "aggregate"}, "per_trial": 1}
     doc["budget"] = {**doc["budget"], "trials": trials}
     doc["budget"].pop("time_s", None)
     return doc

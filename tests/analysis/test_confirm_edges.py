@@ -149,6 +149,26 @@ def test_the_retraining_spec_is_the_sweeps_with_one_test_seed_per_trial_the_whol
     assert bare["budget"] == {"env_steps": 500, "trials": 1} and bare["config"] == {} and bare["search_space"] == {}
 
 
+@pytest.mark.parametrize("aggregate", ["lcb", "min", "iqm", "median", "mean"])
+def test_the_retraining_of_a_sweep_with_any_aggregate_is_a_valid_spec(aggregate):
+    """A sweep of 3 seeds a trial scored by ``lcb`` (which needs two seeds) was refused at its held-out stage or
+    ``confirm``, after the whole search: the retraining trains one seed a trial, where no aggregate applies."""
+    import copy
+
+    from rlsweep.analysis._confirm import confirmation_document
+    from rlsweep.spec import parse_spec
+    from tests.conftest import TINY_SPEC
+
+    document = {**copy.deepcopy(TINY_SPEC), "seeds": {"per_trial": 3, "aggregate": aggregate}}
+    spec, problems = parse_spec(document)
+    assert spec is not None, problems  # the sweep itself is valid
+    retrain, problems = parse_spec(confirmation_document(document, _plan()))
+    assert problems == [] and retrain is not None and retrain.seeds.per_trial == 1
+    # One seed: the default aggregate, the same retraining as a sweep that named none.
+    default, _ = parse_spec(confirmation_document({**document, "seeds": {"per_trial": 3}}, _plan()))
+    assert retrain == default
+
+
 def test_the_plan_records_every_field_as_plain_json():
     import json
 

@@ -116,6 +116,8 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
     start = time.perf_counter()
     result = rlsweep.run(spec, verbose=0)
     swept_s = time.perf_counter() - start
+    if result.interrupted:  # Ctrl-C: run() returns the sweep as it stood; retraining its answer would measure nothing
+        raise SystemExit(f"{spec.name}: interrupted; the runs before it are in the results file")
     stage = result.held_out
     if spec.holdout is not None:
         if not stage or "winner" not in stage:

@@ -9,6 +9,9 @@ touched the section's code paths::
     git log -1 --format=%H -- <code paths>                      # the last change
     git merge-base --is-ancestor <last change> <results commit>  # current if this succeeds
 
+A commit listed in ``benchmarks/unchanged-revs.txt`` with its reason (a fix that provably leaves what was measured
+as it was, e.g. one that only turns a crash into an answer) is not a change here.
+
 A results file that records no commit is never current. Current results are rendered as a table with one or
 two sentences on what they show; stale ones are not quoted: they are listed at the end of the page with what
 they measure, the command that refreshes them and its time.
@@ -76,12 +79,35 @@ def check_history(repo: Path) -> None:
                            "(git fetch --unshallow)")
 
 
+#: Commits that touch measured code without changing what any benchmark measured, one a line with why:
+#: ``<full commit> <reason>`` (as ``.git-blame-ignore-revs`` lists formatting commits). The reason names the
+#: test that shows the measured behaviour is the same.
+UNCHANGED_REVS = "benchmarks/unchanged-revs.txt"
+
+
+def unchanged_revs(repo: Path) -> set[str]:
+    """The commits :data:`UNCHANGED_REVS` lists; HistoryError for a line without a full commit and a reason."""
+    path = repo / UNCHANGED_REVS
+    if not path.exists():
+        return set()
+    listed = set()
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        commit, _, reason = line.strip().partition(" ")
+        if not re.fullmatch(r"[0-9a-f]{40}", commit) or not reason.strip():
+            raise HistoryError(f"{UNCHANGED_REVS}:{number}: expected '<full commit> <reason>', got {line.strip()!r}")
+        listed.add(commit)
+    return listed
+
+
 def last_change(repo: Path, paths: Sequence[str]) -> str:
-    """The last commit that touched any of ``paths``."""
-    log = _git(repo, "log", "-1", "--format=%H", "--", *paths)
+    """The last commit that touched any of ``paths``, leaving out those :data:`UNCHANGED_REVS` lists."""
+    log = _git(repo, "log", "--format=%H", "--", *paths)
     if log.returncode != 0:
         raise HistoryError(f"git log failed: {log.stderr.strip()}")
-    commit = log.stdout.strip()
+    skipped = unchanged_revs(repo)
+    commit = next((c for c in log.stdout.split() if c not in skipped), "")
     if not commit:
         raise HistoryError(f"no commit touches {' '.join(paths)}: a section's code paths are wrong, or the "
                            "history is missing")
@@ -325,6 +351,7 @@ def render_time_to_solve(current: list[Loaded]) -> str:
 def render_seed_robustness(current: list[Loaded]) -> str:
     side_names = {"per1": "one seed a trial (the search's answer)",
                   "per3": "three seeds a trial (IQM)",
+                  "lcb": "three seeds a trial (mean less one standard error)",
                   "holdout": "the held-out stage"}
     parts = []
     for loaded in current:
@@ -345,14 +372,18 @@ def render_seed_robustness(current: list[Loaded]) -> str:
             + _table(["answer from", "sweeps", "median reported", "median on 10 new seeds", "median gap",
                       "gap / score range", "interval covers the new-seed score"], rows)
         )
-        versus = data.get("holdout_minus_per1")
-        if versus and versus.get("sweeps", 0) >= 2:
-            ci_low, ci_high = versus["ci95"]
-            parts.append(
-                f"The held-out stage's winner against the search's own, scored on the new seeds: "
-                f"{versus['mean']:+,.1f} on average over {versus['sweeps']} sweeps (95% interval "
-                f"{ci_low:+,.1f} to {ci_high:+,.1f}: {versus['verdict']})."
-            )
+        said = []
+        for key, what in (("holdout_minus_per1", "the held-out stage's winner against the search's own"),
+                          ("per3_minus_per1", "three seeds a trial (IQM) against one"),
+                          ("lcb_minus_per1", "three seeds a trial (lower bound) against one"),
+                          ("holdout_minus_lcb", "the held-out stage against three seeds a trial (lower bound)")):
+            versus = data.get(key)
+            if versus and versus.get("sweeps", 0) >= 2:
+                ci_low, ci_high = versus["ci95"]
+                said.append(f"{what}: {versus['mean']:+,.1f} on average over {versus['sweeps']} sweeps (95% interval "
+                            f"{ci_low:+,.1f} to {ci_high:+,.1f}: {versus['verdict']})")
+        if said:
+            parts.append("Scored on the new seeds, paired by sweep seed: " + "; ".join(said) + ".")
         origin = data if "machine" in data else _pooled_source(loaded)
         parts.append(_provenance(loaded, origin))
     return (
@@ -425,21 +456,27 @@ def render_readers_scale(current: list[Loaded]) -> str:
         assert data is not None
         for trials, measured in sorted(data["results"].items(), key=lambda item: int(item[0])):
             cells = [f"{int(trials):,} x {data['iterations']} ({_num(measured['size_mb'], 0)} MB)"]
-            for key in ("load", "table", "best", "cli_status", "cli_best", "cli_plot"):
-                wall = measured[key]["wall_s"]
-                cells.append(f"{_num(wall, 2 if wall < 1 else 1)} s")
+            for key in ("first_load", "load", "table", "best", "cli_status", "cli_best", "cli_plot"):
+                wall = measured[key]["wall_s"] if key in measured else None
+                cells.append("-" if wall is None else f"{_num(wall, 2 if wall < 1 else 1)} s")
             rows.append(cells)
     condition = current[0].data["condition"] if current and current[0].data else "quiet"
     return (
         "How long the readers take on a sweep of many trials: in Python, and each command in a fresh process as a "
         "user runs it, imports included (the goal: at most 2 s each at 10,000 trials). The folders are made from a "
-        f"real PPO sweep's trial folders, each trial's rows repeated to the length shown. `.table()` and `.best()` are "
-        "timed on a sweep `load()` has read; every command reads the whole sweep first, every row of every trial, "
-        f"which is where its time goes. The machine was {condition}.\n\n"
-        + _table(["trials x rows", "`load()`", "`.table()`", "`.best()`", "`rlsweep status`", "`rlsweep best`",
-                  "`rlsweep plot`"], rows)
+        f"real sweep's trial folders ({_source_of(current)}), each trial's rows repeated to the length shown. The first "
+        "read of a sweep parses every row of every trial and writes the rows index beside them; every later read "
+        "(the other columns) parses only the result files that changed since. `.table()` and `.best()` are timed on "
+        f"a sweep `load()` has read. The machine was {condition}.\n\n"
+        + _table(["trials x rows", "first `load()`", "`load()`", "`.table()`", "`.best()`", "`rlsweep status`",
+                  "`rlsweep best`", "`rlsweep plot`"], rows)
         + "\n\n" + _sources(current)
     )
+
+
+def _source_of(current: list[Loaded]) -> str:
+    source = (current[0].data or {}).get("source", {}) if current else {}
+    return f"{source['algorithm']} on {source['env']}" if source.get("algorithm") and source.get("env") else "PPO"
 
 
 def _each_file(body: Callable[[Results], str]) -> Callable[[list[Loaded]], str]:
@@ -653,13 +690,17 @@ SECTIONS: tuple[Section, ...] = (
                  Source("Acrobot-v1", "seed_robustness-acrobot-*.json", lambda d: bool(d.get("summary")))),
         code_paths=("rlsweep/holdout.py", "rlsweep/api.py", "rlsweep/sweep.py", "rlsweep/seeds.py",
                     "rlsweep/trainables/", "rlsweep/analysis/_confirm.py"),
-        command=f"`{PYTHON} benchmarks/seed_robustness.py --task cartpole --sweep-seeds 0 1 2 3 4`, and the same "
-                "with `--task acrobot`",
-        # the runs' sweep_s + confirm_s: about 8.5 min a sweep seed on CartPole, 20 on Acrobot
-        duration="about 45 min for CartPole and 100 min for Acrobot",
+        command=f"`{PYTHON} benchmarks/seed_robustness.py --task cartpole --sweep-seeds 0 1 2 3 4 --sides per1 holdout`, "
+                "and the same with `--task acrobot`; `--sides per3 lcb` measures the other two, and `--pool FILE ...` "
+                "joins results files into one",
+        # the runs' sweep_s + confirm_s: about 8.5 min a sweep seed on CartPole for per1 and holdout, 20 on Acrobot;
+        # per3 and lcb about 12 min each a sweep seed on CartPole
+        duration="about 45 min for CartPole and 100 min for Acrobot (per3 and lcb: about 1 h more each on CartPole)",
         render=render_seed_robustness,
-        refresh=(_fixed(PYTHON, "benchmarks/seed_robustness.py", "--task", "cartpole", "--sweep-seeds", "0", "1", "2", "3", "4"),
-                 _fixed(PYTHON, "benchmarks/seed_robustness.py", "--task", "acrobot", "--sweep-seeds", "0", "1", "2", "3", "4")),
+        refresh=(_fixed(PYTHON, "benchmarks/seed_robustness.py", "--task", "cartpole", "--sweep-seeds", "0", "1", "2", "3", "4",
+                        "--sides", "per1", "holdout"),
+                 _fixed(PYTHON, "benchmarks/seed_robustness.py", "--task", "acrobot", "--sweep-seeds", "0", "1", "2", "3", "4",
+                        "--sides", "per1", "holdout")),
     ),
     Section(
         heading="How many seeds the held-out winner needs",

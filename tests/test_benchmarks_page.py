@@ -221,3 +221,32 @@ def test_a_missing_history_is_an_error_not_a_pass(tmp_path, repo):
         report.check_history(shallow)
     with pytest.raises(report.HistoryError, match="no commit touches"):
         report.last_change(repo, ("pkg/never.py",))
+
+
+def test_a_commit_listed_as_unchanged_with_its_reason_is_no_change_and_only_that_one(repo):
+    first = _commit(repo, "pkg/measured.py", "v1")
+    _results(repo, "thing-2026-01-01T0000.json", commit=first)
+    fix = _commit(repo, "pkg/measured.py", "v1, a crash turned into an answer")
+    assert not _current(repo)
+    (repo / report.UNCHANGED_REVS).parent.mkdir(parents=True, exist_ok=True)
+    (repo / report.UNCHANGED_REVS).write_text(f"# why each is no change\n{fix} the crash only: tests/test_x.py\n")
+    assert _current(repo) and report.last_change(repo, CODE) == first
+    _commit(repo, "pkg/measured.py", "v2")  # a later change still counts
+    assert not _current(repo)
+
+
+@pytest.mark.parametrize("line", ["abc123 too short", "{fix}", "{fix}   "])
+def test_a_listed_commit_without_a_full_hash_and_a_reason_is_an_error(repo, line):
+    fix = _commit(repo, "pkg/measured.py", "v1")
+    (repo / report.UNCHANGED_REVS).parent.mkdir(parents=True, exist_ok=True)
+    (repo / report.UNCHANGED_REVS).write_text(line.format(fix=fix) + "\n")
+    with pytest.raises(report.HistoryError, match="expected '<full commit> <reason>'"):
+        report.last_change(repo, CODE)
+
+
+def test_every_listed_commit_is_in_the_history_and_touches_measured_code():
+    repo = Path(__file__).resolve().parents[1]
+    measured = {path for section in report.SECTIONS for path in section.code_paths}
+    for commit in report.unchanged_revs(repo):
+        touched = _git(repo, "show", "--name-only", "--format=", commit).split()
+        assert any(t == p or t.startswith(p) for t in touched for p in measured), (commit, touched)

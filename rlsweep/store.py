@@ -737,9 +737,8 @@ class Trial:
 
     Attributes:
         config: The trial's draw (PBT/PB2: as mutated at its last result), keyed by spec paths.
-        rows: Its result rows, work redone after a restore counted once: a sequence of mappings (a tuple, or,
-            where the rows index knew the trial's file, parsed on first read; :class:`RowsGone` where the file
-            changed since).
+        rows: Its result rows, work redone after a restore counted once: a tuple (where the rows index knew the
+            trial's file, parsed on first read; :class:`RowsGone` where the file changed since).
         raw_rows: Every row in the order Tune appended it, redone iterations included.
         settings: Every setting it ran with, as the trial recorded them (None for trials that never started).
         failures: How many times the trial failed (and, while retries were left, restarted).
@@ -759,16 +758,35 @@ class Trial:
     settings: Mapping[str, Any] | None = None
     damage: tuple[str, ...] = ()
 
+    def __getattribute__(self, name: str) -> Any:
+        # rows and raw_rows read from the rows index are parsed here, on first use, into the tuple they are
+        # for every caller (json.dumps, +, pickling to another machine); the readers below use the index.
+        value = object.__getattribute__(self, name)
+        if (name == "rows" or name == "raw_rows") and isinstance(value, LazyRows):
+            value = tuple(value)
+            object.__setattr__(self, name, value)
+        return value
+
+    def _rows(self) -> Sequence[Mapping[str, Any]]:
+        """The rows as stored: parsed, or unparsed with the index's columns."""
+        return object.__getattribute__(self, "rows")  # type: ignore[no-any-return]
+
+    @property
+    def row_count(self) -> int:
+        """How many rows the trial has (without parsing them where the rows index knows)."""
+        return len(self._rows())
+
     def column(self, key: str) -> list[Any]:
         """Each row's value of ``key`` (None where a row has none); for the keys the rows index keeps, without
         parsing the trial's rows."""
-        if isinstance(self.rows, LazyRows) and (values := self.rows.column(key)) is not None:
+        rows = self._rows()
+        if isinstance(rows, LazyRows) and (values := rows.column(key)) is not None:
             return values
         return [r.get(key) for r in self.rows]
 
     def last(self, key: str) -> Any:
         """The last row's value of ``key``; None where it has none or there is no row."""
-        return self.column(key)[-1] if self.rows else None
+        return self.column(key)[-1] if self.row_count else None
 
     def values(self, metric: str) -> list[float]:
         return [float(v) if _finite(v) else math.nan for v in self.column(metric)]
@@ -779,7 +797,7 @@ class Trial:
 
     @property
     def env_steps(self) -> int:
-        return env_steps({ENV_STEPS: self.last(ENV_STEPS)}) if self.rows else 0
+        return env_steps({ENV_STEPS: self.last(ENV_STEPS)}) if self.row_count else 0
 
     @property
     def seed(self) -> int | None:

@@ -70,6 +70,10 @@ def test_a_second_read_parses_no_rows_and_answers_as_the_first(tmp_path, monkeyp
     # The restored row replaces the ones it redid, from the index as from the file.
     assert sweep.trials[0].values("return_mean") == [1.0, 9.0]
     assert _answers(root) == first  # rows read in full when asked for: the same rows
+    # ... and the tuple they always were: a script that dumps them as JSON or adds them up reads the same.
+    again = rlsweep.load(root).trials
+    assert json.loads(json.dumps([t.rows for t in again])) == [list(map(dict, t.rows)) for t in sweep.trials]
+    assert all(type(t.rows) is tuple and type(t.raw_rows) is tuple for t in again)
 
 
 def test_rows_appended_since_the_index_was_written_are_read(tmp_path, monkeypatch):
@@ -211,9 +215,9 @@ def test_rows_read_after_their_file_went_away_say_so(tmp_path):
     sweep = rlsweep.load(root)
     trial = next(t for t in sweep.trials if t.trial_id == "bbbbb_00001")
     (trial.path / store.RESULT_FILE).rename(trial.path / "moved.json")
-    assert len(trial.rows) == 2 and trial.values("return_mean") == [4.0, 5.0]  # known from the index
+    assert trial.row_count == 2 and trial.values("return_mean") == [4.0, 5.0]  # known from the index
     with pytest.raises(store.SweepError, match=r"result\.json: is gone since the sweep was loaded; load it again"):
-        trial.rows[0]
+        trial.rows
     (trial.path / "moved.json").rename(trial.path / store.RESULT_FILE)
     size = (trial.path / store.RESULT_FILE).stat().st_size
     # Rewritten shorter with as many rows, or as long with fewer: not the rows the index counted.

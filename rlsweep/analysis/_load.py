@@ -86,7 +86,7 @@ class Sweep:
 
     def has_results(self) -> bool:
         """Whether a trial of the sweep (not a folder Tune's state does not list) has reported."""
-        return any(t.rows for t in self.trials if t.state != store.UNLISTED)
+        return any(t.row_count for t in self.trials if t.state != store.UNLISTED)
 
     def held_out(self) -> dict[str, Any] | None:
         """The held-out stage's result (``rlsweep_holdout.json``: the winner chosen on test seeds the search
@@ -127,9 +127,9 @@ class Sweep:
             record[metric] = values[-1] if values else math.nan
             record[f"{metric}_best"] = (max(values) if mode == "max" else min(values)) if values else math.nan
             record["env_steps"] = trial.env_steps
-            record["iterations"] = len(trial.rows)
+            record["iterations"] = trial.row_count
             record["failures"] = trial.failures
-            record["attempts"] = trial.failures + 1 if trial.rows or trial.state not in (store.PENDING, store.UNLISTED) else 0
+            record["attempts"] = trial.failures + 1 if trial.row_count or trial.state not in (store.PENDING, store.UNLISTED) else 0
             record["ended"] = self._why_ended(trial)
             if damaged:
                 record["unreadable"] = ", ".join(_damaged_files(trial)) or None

@@ -250,6 +250,6 @@ def figure(sweep: SweepView, kind: str) -> Any:
     draw = {"curves": curves_figure, "parallel": parallel_figure, "importance": importance_figure}.get(kind)
     if draw is None:
         raise UsageError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}", "--kind")
-    if not any(trial.rows for trial in sweep.trials):
+    if not any(trial.row_count for trial in sweep.trials):
         raise UsageError(f"{sweep.path} has no trial result yet: nothing to plot", "DIR")
     return draw(sweep)

@@ -731,6 +731,32 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+class _ParsedOnRead:
+    """A field of rows that reads as a tuple: rows the rows index left unparsed (:class:`LazyRows`) are parsed
+    into it on first read, so every caller (json.dumps, +, pickling) gets the tuple it always had."""
+
+    _REQUIRED = object()
+
+    def __init__(self, default: Any = _REQUIRED) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = "_" + name
+
+    def __get__(self, trial: Any, owner: type | None = None) -> Any:
+        if trial is None:  # the dataclass asks for the field's default
+            if self.default is self._REQUIRED:
+                raise AttributeError(self.key)  # none: the field stays required
+            return self.default
+        value = trial.__dict__.get(self.key, ())
+        if isinstance(value, LazyRows):
+            value = trial.__dict__[self.key] = tuple(value)
+        return value
+
+    def __set__(self, trial: Any, value: Any) -> None:
+        trial.__dict__[self.key] = value
+
+
 @dataclass(frozen=True)
 class Trial:
     """One trial as found on disk.
@@ -749,37 +775,28 @@ class Trial:
     trial_id: str
     path: Path
     config: Mapping[str, Any]
-    rows: Sequence[Mapping[str, Any]]
+    rows: Sequence[Mapping[str, Any]] = _ParsedOnRead()  # type: ignore[assignment]
     state: str
     error: str | None = None
     checkpoints: tuple[CheckpointRecord, ...] = ()
-    raw_rows: Sequence[Mapping[str, Any]] = ()
+    raw_rows: Sequence[Mapping[str, Any]] = _ParsedOnRead(())  # type: ignore[assignment]
     failures: int = 0
     settings: Mapping[str, Any] | None = None
     damage: tuple[str, ...] = ()
 
-    def __getattribute__(self, name: str) -> Any:
-        # rows and raw_rows read from the rows index are parsed here, on first use, into the tuple they are
-        # for every caller (json.dumps, +, pickling to another machine); the readers below use the index.
-        value = object.__getattribute__(self, name)
-        if (name == "rows" or name == "raw_rows") and isinstance(value, LazyRows):
-            value = tuple(value)
-            object.__setattr__(self, name, value)
-        return value
-
-    def _rows(self) -> Sequence[Mapping[str, Any]]:
+    def _stored_rows(self) -> Sequence[Mapping[str, Any]]:
         """The rows as stored: parsed, or unparsed with the index's columns."""
-        return object.__getattribute__(self, "rows")  # type: ignore[no-any-return]
+        return self.__dict__["_rows"]  # type: ignore[no-any-return]
 
     @property
     def row_count(self) -> int:
         """How many rows the trial has (without parsing them where the rows index knows)."""
-        return len(self._rows())
+        return len(self._stored_rows())
 
     def column(self, key: str) -> list[Any]:
         """Each row's value of ``key`` (None where a row has none); for the keys the rows index keeps, without
         parsing the trial's rows."""
-        rows = self._rows()
+        rows = self._stored_rows()
         if isinstance(rows, LazyRows) and (values := rows.column(key)) is not None:
             return values
         return [r.get(key) for r in self.rows]

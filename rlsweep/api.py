@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlsweep import runtime, sweep
 from rlsweep.progress import checked_mode
@@ -20,6 +20,9 @@ from rlsweep.schedulers import SEARCHERS, resolve, search_request, with_searcher
 from rlsweep._host import storage_problem
 from rlsweep.spec import SweepSpec
 from rlsweep.trainables import MemoryFit
+
+if TYPE_CHECKING:
+    from rlsweep.holdout import RacePlan
 
 log = logging.getLogger("rlsweep")
 
@@ -86,7 +89,7 @@ def held_out(
     from rlsweep import store
     from rlsweep.analysis import DEFAULT_RULE
     from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
-    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, affords_them, plan_race, race_budget
+    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, affords_them, race_budget
 
     if (done_before := store.read_holdout(path)) is not None:
         return done_before
@@ -105,12 +108,7 @@ def held_out(
         return {"skipped": f"holdout.share {settings.share} of {spec.budget.trials} trial(s) x {spec.seeds.per_trial} "
                            f"seed(s) affords {runs} held-out run(s), fewer than the {settings.min_seeds} its winner "
                            f"needs ({fits})"}
-    plan = plan_race(
-        [b.trial_id for b in ranked], runs,
-        test_range=(spec.seeds.test[0], spec.seeds.test[1]), env_steps=spec.budget.env_steps,
-        tuning_values={b.trial_id: b.value for b in ranked}, min_seeds=settings.min_seeds,
-        max_candidates=settings.candidates, tuning_seeds={s for t in swept.trials for s in t.seeds},
-    )
+    plan = stage_plan(spec, swept, ranked, runs)
     retrain = plan_confirmation(swept, seeds=len(plan.test_seeds), trials=plan.candidates)
     document = confirmation_document(swept.info.get("spec") or spec.document, retrain)
     document["name"] = f"{spec.name}-holdout"
@@ -128,6 +126,7 @@ def held_out(
         "config": dict(retrain.configs[result.winner]),
         "future_seeds": DEFAULT_FUTURE_SEEDS,
         "share": settings.share,
+        "score_range": settings.score_range,
         "metric": CONFIRM_METRIC,
         "tuning_metric": spec.metric.name,
         "tuning_rule": DEFAULT_RULE,
@@ -135,6 +134,21 @@ def held_out(
     }
     store.write_holdout(path, record)
     return record
+
+
+def stage_plan(spec: SweepSpec, swept: Any, ranked: Sequence[Any], runs: int) -> RacePlan:
+    """The held-out race of ``spec.holdout`` among ``ranked`` (the search's finished trials' best values,
+    best first) on ``runs`` runs: the spec's test seeds, least seeds, entrants and score range."""
+    from rlsweep.holdout import plan_race
+
+    settings = spec.holdout
+    return plan_race(
+        [b.trial_id for b in ranked], runs,
+        test_range=(spec.seeds.test[0], spec.seeds.test[1]), env_steps=spec.budget.env_steps,
+        tuning_values={b.trial_id: b.value for b in ranked}, min_seeds=settings.min_seeds,
+        max_candidates=settings.candidates, tuning_seeds={s for t in swept.trials for s in t.seeds},
+        score_range=(settings.score_range[0], settings.score_range[1]) if settings.score_range is not None else None,
+    )
 
 
 def _held_out_runs(folder: Path, budget: int) -> dict[tuple[str, int], float | None]:

@@ -148,6 +148,18 @@ class HoldoutSpec(Section):
     max_runs: Annotated[StrictInt, Field(ge=2, le=100_000)] = 40
     """the most held-out runs, whatever the share affords (a sweep of thousands of trials spends the rest on
     searching; 40 leave the winner 20 test seeds or more)"""
+    score_range: Annotated[list[FiniteFloat], Field(min_length=2, max_length=2)] | None = None
+    """[lowest, highest] a run's greedy evaluation can score, where the task has known bounds (CartPole-v1:
+    [0, 500]; Acrobot-v1: [-500, 0]): the winner's interval is clipped to it, and a held-out run that fails
+    counts as the lowest score in the winner's estimate instead of being left out; default: unknown, nothing
+    clipped"""
+
+    @field_validator("score_range")
+    @classmethod
+    def _low_below_high(cls, bounds: list[float] | None) -> list[float] | None:
+        if bounds is not None and not bounds[0] < bounds[1]:
+            raise ValueError(f"is [lowest, highest] with lowest < highest, got {bounds}")
+        return bounds
 
 
 class MetricSpec(Section):

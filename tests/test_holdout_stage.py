@@ -6,6 +6,7 @@ Tune follows the race's decisions."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -108,6 +109,52 @@ def test_a_default_stage_the_budget_cannot_afford_is_skipped_saying_so_and_the_s
     assert held_out(capped, root, verbose=0) == {
         "skipped": "budget.time_s (60 s) ended the search after 1 of its 20 trials; the held-out stage does not run past "
                    "the sweep's time cap"}
+
+
+@pytest.mark.parametrize("bounds", [[0, 0], [0, -500], [-500], [-500, 0, 1], [float("nan"), 0], ["low", 0]])
+def test_a_score_range_that_is_not_two_finite_numbers_lowest_first_is_refused_at_its_path(bounds):
+    problems = _problems({"score_range": bounds}, budget={"env_steps": 4000, "trials": 20})
+    assert any(path.startswith("holdout.score_range") for path in problems), problems
+
+
+def test_a_known_score_range_clips_the_winners_interval_and_counts_its_failed_run_as_the_lowest(tmp_path):
+    """Acrobot-like runs that either learn (about -80) or stay at the floor (-500): an interval from 6 of them
+    reaches below anything a run can score, unless the spec names the range."""
+    from rlsweep.api import stage_plan
+    from rlsweep.holdout import Race
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    for i in range(20):
+        write_trial(root, f"{i:05x}_{i:05d}", [-500.0, -300.0 + i, -90.0 - i], config={"training.lr": 0.001 + i / 1e4}, done=True)
+    swept = rlsweep.load(root)
+    ranked = swept.ranked()
+    twenty = {"env_steps": 4000, "trials": 20}
+    results = {}
+    for bounds in (None, [-500, 0]):
+        holdout = {} if bounds is None else {"score_range": bounds}
+        spec = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": twenty, "holdout": holdout}, preflight=False)
+        plan = stage_plan(spec, swept, ranked, 6)
+        scores = [-500.0, -80.0, -500.0, -95.0, None, -85.0]  # the fifth run failed
+        results[None if bounds is None else tuple(bounds)] = Race(plan).result(dict(zip(((plan.candidates[0], s) for s in plan.test_seeds), scores)))
+    unknown, known = results[None], results[(-500, 0)]
+    assert unknown.winner == known.winner == ranked[0].trial_id and unknown.failed == known.failed and len(known.failed) == 1
+    # Unknown: the failed run is left out and the interval reaches past the floor.
+    assert unknown.interval[0] < -500 and unknown.held_out_iqm == pytest.approx(interquartile_mean([-500.0, -80.0, -500.0, -95.0, -85.0]))
+    # Known: the failed run counts as -500, and the interval stops at the range.
+    assert known.held_out_iqm == pytest.approx(interquartile_mean([-500.0, -80.0, -500.0, -95.0, -500.0, -85.0]))
+    assert known.interval[0] == -500.0 and -500.0 < known.interval[1] <= 0.0
+    # `rlsweep run` and `rlsweep best` say how many seeds the estimate holds and what a failed run counted as.
+    from rlsweep.cli import held_out_lines
+
+    said = {}
+    for bounds, result in ((None, unknown), ([-500.0, 0.0], known)):
+        record = {**dataclasses.asdict(result), "future_seeds": 10, "metric": "eval_return_mean",
+                  "tuning_metric": "return_mean", "score_range": bounds}
+        said[bounds is None] = "\n".join(held_out_lines(record, root))
+    assert "IQM over 5 test seed(s)" in said[True] and "1 of its 6 test runs failed" in said[True] and "counted" not in said[True]
+    assert "IQM over 6 test seed(s)" in said[False] and "95% interval -500 to " in said[False]
+    assert "1 of its 6 test runs failed (seeds 1004), each counted as the lowest score, -500 (holdout.score_range)" in said[False]
 
 
 # --- on real trials -----------------------------------------------------------------------------------

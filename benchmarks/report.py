@@ -348,6 +348,26 @@ def render_time_to_solve(current: list[Loaded]) -> str:
     )
 
 
+def yardstick_noise(data: Results, seeds: int = 10, resamples: int = 2000) -> float | None:
+    """How far a ``seeds``-seed test IQM lands from the IQM of the configuration it scores, from seed noise
+    alone: each chosen configuration's test-seed scores resampled ``seeds`` at a time, the median distance
+    to their own IQM, then the median over configurations, as a share of the task's score range. A gap
+    smaller than this cannot be told from the noise of the check itself. None with fewer than 3
+    configurations of 4 scores or more."""
+    import numpy as np
+    from scipy import stats
+
+    low, high = data["setup"]["range"]
+    scored = [np.array(list(run["per_test_seed"].values()), dtype=float) for run in data.get("runs", [])
+              if len(run.get("per_test_seed") or {}) >= 4]
+    if len(scored) < 3:
+        return None
+    rng = np.random.default_rng(0)
+    distances = [float(np.median(np.abs(stats.trim_mean(rng.choice(values, (resamples, seeds)), 0.25, axis=1)
+                                         - stats.trim_mean(values, 0.25)))) for values in scored]
+    return float(np.median(distances)) / (high - low)
+
+
 def render_seed_robustness(current: list[Loaded]) -> str:
     side_names = {"per1": "one seed a trial (the search's answer)",
                   "per3": "three seeds a trial (IQM)",
@@ -384,6 +404,11 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                             f"{ci_low:+,.1f} to {ci_high:+,.1f}: {versus['verdict']})")
         if said:
             parts.append("Scored on the new seeds, paired by sweep seed: " + "; ".join(said) + ".")
+        if (noise := yardstick_noise(data)) is not None:
+            parts.append(f"The new-seed score is itself an IQM of 10 seeds. Resampling each chosen configuration's "
+                         f"10 test seeds, it lands a median {_share(noise)} of the score range from that configuration's "
+                         f"own IQM ({yardstick_noise(data, seeds=30):.0%} with 30 seeds): a gap smaller than that is "
+                         "within the noise of the check itself.")
         origin = data if "machine" in data else _pooled_source(loaded)
         parts.append(_provenance(loaded, origin))
     return (

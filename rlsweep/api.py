@@ -7,6 +7,7 @@ Each function composes the stages: :mod:`rlsweep.sweep` runs trials into the exp
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from rlsweep.spec import SweepSpec
 from rlsweep.trainables import MemoryFit
 
 if TYPE_CHECKING:
-    from rlsweep.holdout import RacePlan
+    from rlsweep.holdout import Race, RacePlan
 
 log = logging.getLogger("rlsweep")
 
@@ -87,9 +88,8 @@ def held_out(
     import dataclasses
 
     from rlsweep import store
-    from rlsweep.analysis import DEFAULT_RULE
     from rlsweep.analysis._confirm import CONFIRM_METRIC, confirmation_document, plan_confirmation
-    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, affords_them, race_budget
+    from rlsweep.holdout import Race, affords_them, race_budget
 
     if (done_before := store.read_holdout(path)) is not None:
         return done_before
@@ -120,20 +120,52 @@ def held_out(
     done = _held_out_runs(folder, spec.budget.env_steps)
     if not race.finished(done):
         return {"interrupted": True, "folder": str(folder), "runs_done": len(done)}
+    record = stage_record(spec, race, done, retrain.configs, stage["stages"])
+    store.write_holdout(path, record)
+    return record
+
+
+def stage_record(
+    spec: SweepSpec, race: Race, done: Mapping[tuple[str, int], float | None], configs: Mapping[str, Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The held-out stage's answer from its finished ``race``, as ``rlsweep_holdout.json`` keeps it.
+
+    A ``holdout.score_range`` that a finished run scored outside of does not hold for this task (a v0/v1 mix-up,
+    a wrapper that rescales rewards): the answer is then given as if the spec named no range, unclipped and
+    with failed runs left out, and ``score_range_ignored`` says why, naming the run and its score.
+    """
+    import dataclasses
+
+    from rlsweep.analysis import DEFAULT_RULE
+    from rlsweep.analysis._confirm import CONFIRM_METRIC
+    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race
+
+    ignored = None
+    if (bounds := race.plan.score_range) is not None:
+        outside = [(run, value) for run, value in sorted(done.items())
+                   if value is not None and math.isfinite(value) and not bounds[0] <= value <= bounds[1]]
+        if outside:
+            (candidate, seed), value = outside[0]
+            more = f" (and {len(outside) - 1} more run(s))" if len(outside) > 1 else ""
+            ignored = (f"holdout.score_range: [{bounds[0]:g}, {bounds[1]:g}] does not hold this task's scores: trial "
+                       f"{candidate} scored {value:.6g} on test seed {seed}{more}; the interval is not clipped to it "
+                       "and failed runs are left out")
+            log.warning("%s", ignored)
+            race = Race(dataclasses.replace(race.plan, score_range=None), method=race.method, future_seeds=race.future_seeds)
     result = race.result(done)
-    record = {
+    return {
         **dataclasses.asdict(result),
-        "config": dict(retrain.configs[result.winner]),
+        "config": dict(configs[result.winner]),
         "future_seeds": DEFAULT_FUTURE_SEEDS,
-        "share": settings.share,
-        "score_range": settings.score_range,
+        "share": spec.holdout.share if spec.holdout is not None else None,
+        "score_range": None if bounds is None else [bounds[0], bounds[1]],
+        **({"score_range_ignored": ignored} if ignored else {}),
         "metric": CONFIRM_METRIC,
         "tuning_metric": spec.metric.name,
         "tuning_rule": DEFAULT_RULE,
-        "stages": stage["stages"],
+        "stages": list(stages),
     }
-    store.write_holdout(path, record)
-    return record
 
 
 def stage_plan(spec: SweepSpec, swept: Any, ranked: Sequence[Any], runs: int) -> RacePlan:

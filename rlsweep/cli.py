@@ -215,7 +215,8 @@ def held_out_lines(stage: Mapping[str, Any], path: Path) -> list[str]:
         return [f"held-out:    interrupted after {stage.get('runs_done', 0)} run(s); `rlsweep resume {path}` continues it"]
     low, high = stage["interval"]
     seeds, failed = stage["seeds"], stage.get("failed") or []
-    floor = (stage.get("score_range") or [None])[0]  # a known range: a failed run counted as its lowest score
+    # A known range: a failed run counted as its lowest score (unless a finished run's score showed it wrong).
+    floor = None if stage.get("score_range_ignored") else (stage.get("score_range") or [None])[0]
     scored = len(seeds) - (len(failed) if floor is None else 0)
     interval = (f"95% interval {low:.6g} to {high:.6g} for its IQM on {stage['future_seeds']} new seeds"
                 if math.isfinite(low) and math.isfinite(high) else "no interval (fewer than 2 scored runs)")
@@ -228,6 +229,8 @@ def held_out_lines(stage: Mapping[str, Any], path: Path) -> list[str]:
     entrants = stage.get("candidates") or []
     if len(entrants) > 1:
         lines.append(f"             {len(entrants)} configurations raced over the test seeds; the winner above was chosen by its held-out score")
+    if stage.get("score_range_ignored"):
+        lines.append(f"             {stage['score_range_ignored']}")
     if failed:
         counted = "" if floor is None else f", each counted as the lowest score, {floor:.6g} (holdout.score_range)"
         lines.append(f"             {len(failed)} of its {len(seeds)} test runs failed (seeds {', '.join(map(str, failed))}){counted}")

@@ -549,7 +549,9 @@ class Race:
         mine = [_value(done, (winner, s)) for s in seeds]
         failed = tuple(s for s, v in zip(seeds, mine) if v is None)
         floor = self.plan.score_range[0] if self.plan.score_range is not None else None
-        values = [v for v in mine if v is not None] if floor is None else [floor if v is None else v for v in mine]
+        # A known floor stands in for a failed run beside finished ones; with none finished there is no estimate.
+        finished = [v for v in mine if v is not None]
+        values = finished if floor is None or not finished else [floor if v is None else v for v in mine]
         estimate = float(_iqm(np.array(values))) if values else math.nan
         interval = (
             holdout_interval(values, method=self.method, future_seeds=self.future_seeds,

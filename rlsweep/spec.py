@@ -150,9 +150,10 @@ class HoldoutSpec(Section):
     searching; 40 leave the winner 20 test seeds or more)"""
     score_range: Annotated[list[FiniteFloat], Field(min_length=2, max_length=2)] | None = None
     """[lowest, highest] a run's greedy evaluation can score, where the task has known bounds (CartPole-v1:
-    [0, 500]; Acrobot-v1: [-500, 0]): the winner's interval is clipped to it, and a held-out run that fails
-    counts as the lowest score in the winner's estimate instead of being left out; default: unknown, nothing
-    clipped"""
+    [0, 500]; Acrobot-v1: [-500, 0]): the winner's interval is clipped to it, and a held-out run of the winner
+    that fails (errors, diverges or stops short of the budget) counts as the lowest score in its estimate
+    instead of being left out; a finished run scoring outside it shows the range wrong for the task, and the
+    answer is then given unclipped, saying so; default: unknown, nothing clipped"""
 
     @field_validator("score_range")
     @classmethod

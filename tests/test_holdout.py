@@ -419,6 +419,10 @@ def test_a_winner_with_two_runs_has_an_interval_and_one_whose_every_run_failed_h
         warnings.simplefilter("error")  # no warning from an IQM of nothing
         result = failed.result(run_out(failed, {"a": [None, None]}))
     assert math.isnan(result.held_out_iqm) and result.failed == (1000, 1001)
+    # A known floor stands in for failed runs beside finished ones, not for a winner that finished none.
+    floored = Race(plan("a", runs=2, min_seeds=2, score_range=(-500.0, 0.0)))
+    result = floored.result(run_out(floored, {"a": [None, None]}))
+    assert math.isnan(result.held_out_iqm) and all(math.isnan(v) for v in result.interval)
 
 
 def test_two_values_make_an_interval_and_a_repeated_value_is_exactly_itself():

@@ -6,7 +6,6 @@ Tune follows the race's decisions."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import math
 import os
@@ -115,12 +114,15 @@ def test_a_default_stage_the_budget_cannot_afford_is_skipped_saying_so_and_the_s
 def test_a_score_range_that_is_not_two_finite_numbers_lowest_first_is_refused_at_its_path(bounds):
     problems = _problems({"score_range": bounds}, budget={"env_steps": 4000, "trials": 20})
     assert any(path.startswith("holdout.score_range") for path in problems), problems
+    if bounds == [0, -500]:
+        assert "is [lowest, highest] with lowest < highest, got [0.0, -500.0]" in problems["holdout.score_range"]
 
 
 def test_a_known_score_range_clips_the_winners_interval_and_counts_its_failed_run_as_the_lowest(tmp_path):
     """Acrobot-like runs that either learn (about -80) or stay at the floor (-500): an interval from 6 of them
     reaches below anything a run can score, unless the spec names the range."""
-    from rlsweep.api import stage_plan
+    from rlsweep.api import stage_plan, stage_record
+    from rlsweep.cli import held_out_lines
     from rlsweep.holdout import Race
     from tests.experiments import new_experiment, write_trial
 
@@ -130,31 +132,34 @@ def test_a_known_score_range_clips_the_winners_interval_and_counts_its_failed_ru
     swept = rlsweep.load(root)
     ranked = swept.ranked()
     twenty = {"env_steps": 4000, "trials": 20}
-    results = {}
-    for bounds in (None, [-500, 0]):
+    scores = [-500.0, -80.0, -500.0, -95.0, None, -85.0]  # the fifth run failed
+    records, said = {}, {}
+    for bounds in (None, [-500, 0], [-200, 0]):
         holdout = {} if bounds is None else {"score_range": bounds}
         spec = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": twenty, "holdout": holdout}, preflight=False)
         plan = stage_plan(spec, swept, ranked, 6)
-        scores = [-500.0, -80.0, -500.0, -95.0, None, -85.0]  # the fifth run failed
-        results[None if bounds is None else tuple(bounds)] = Race(plan).result(dict(zip(((plan.candidates[0], s) for s in plan.test_seeds), scores)))
-    unknown, known = results[None], results[(-500, 0)]
-    assert unknown.winner == known.winner == ranked[0].trial_id and unknown.failed == known.failed and len(known.failed) == 1
+        done = dict(zip(((plan.candidates[0], s) for s in plan.test_seeds), scores))
+        key = None if bounds is None else bounds[0]
+        records[key] = stage_record(spec, Race(plan), done, {c: {"training.lr": 0.001} for c in plan.candidates}, [])
+        said[key] = "\n".join(held_out_lines(records[key], root))
+    unknown, known, wrong = records[None], records[-500], records[-200]
+    assert unknown["winner"] == known["winner"] == ranked[0].trial_id and list(unknown["failed"]) == list(known["failed"]) == [1004]
     # Unknown: the failed run is left out and the interval reaches past the floor.
-    assert unknown.interval[0] < -500 and unknown.held_out_iqm == pytest.approx(interquartile_mean([-500.0, -80.0, -500.0, -95.0, -85.0]))
+    assert unknown["interval"][0] < -500 and unknown["held_out_iqm"] == pytest.approx(interquartile_mean([-500.0, -80.0, -500.0, -95.0, -85.0]))
+    assert unknown["score_range"] is None and "score_range_ignored" not in unknown
     # Known: the failed run counts as -500, and the interval stops at the range.
-    assert known.held_out_iqm == pytest.approx(interquartile_mean([-500.0, -80.0, -500.0, -95.0, -500.0, -85.0]))
-    assert known.interval[0] == -500.0 and -500.0 < known.interval[1] <= 0.0
+    assert known["held_out_iqm"] == pytest.approx(interquartile_mean([-500.0, -80.0, -500.0, -95.0, -500.0, -85.0]))
+    assert known["interval"][0] == -500.0 and -500.0 < known["interval"][1] <= 0.0 and known["score_range"] == [-500.0, 0.0]
     # `rlsweep run` and `rlsweep best` say how many seeds the estimate holds and what a failed run counted as.
-    from rlsweep.cli import held_out_lines
-
-    said = {}
-    for bounds, result in ((None, unknown), ([-500.0, 0.0], known)):
-        record = {**dataclasses.asdict(result), "future_seeds": 10, "metric": "eval_return_mean",
-                  "tuning_metric": "return_mean", "score_range": bounds}
-        said[bounds is None] = "\n".join(held_out_lines(record, root))
-    assert "IQM over 5 test seed(s)" in said[True] and "1 of its 6 test runs failed" in said[True] and "counted" not in said[True]
-    assert "IQM over 6 test seed(s)" in said[False] and "95% interval -500 to " in said[False]
-    assert "1 of its 6 test runs failed (seeds 1004), each counted as the lowest score, -500 (holdout.score_range)" in said[False]
+    assert "IQM over 5 test seed(s)" in said[None] and "1 of its 6 test runs failed" in said[None] and "counted" not in said[None]
+    assert "IQM over 6 test seed(s)" in said[-500] and "95% interval -500 to " in said[-500]
+    assert "1 of its 6 test runs failed (seeds 1004), each counted as the lowest score, -500 (holdout.score_range)" in said[-500]
+    # A range the scores break (-500 below -200) is wrong for this task: the answer is the unknown-range one, saying why.
+    assert (wrong["held_out_iqm"], wrong["interval"], wrong["score_range"]) == (unknown["held_out_iqm"], unknown["interval"], [-200.0, 0.0])
+    assert wrong["score_range_ignored"] == (f"holdout.score_range: [-200, 0] does not hold this task's scores: trial {ranked[0].trial_id} "
+                                            "scored -500 on test seed 1000 (and 1 more run(s)); the interval is not clipped to it "
+                                            "and failed runs are left out")
+    assert wrong["score_range_ignored"] in said[-200] and "IQM over 5 test seed(s)" in said[-200] and "counted" not in said[-200]
 
 
 # --- on real trials -----------------------------------------------------------------------------------

@@ -353,13 +353,14 @@ def yardstick_noise(data: Results, seeds: int = 10, resamples: int = 2000) -> fl
     alone: each chosen configuration's test-seed scores resampled ``seeds`` at a time, the median distance
     to their own IQM, then the median over configurations, as a share of the task's score range. A gap
     smaller than this cannot be told from the noise of the check itself. None with fewer than 3
-    configurations of 4 scores or more."""
+    configurations of 4 scores or more (one that two sides chose and scored alike counts once)."""
     import numpy as np
     from scipy import stats
 
     low, high = data["setup"]["range"]
-    scored = [np.array(list(run["per_test_seed"].values()), dtype=float) for run in data.get("runs", [])
-              if len(run.get("per_test_seed") or {}) >= 4]
+    # A configuration two sides chose, scored on the same seeds, counts once.
+    distinct = {tuple(sorted(run["per_test_seed"].items())) for run in data.get("runs", []) if len(run.get("per_test_seed") or {}) >= 4}
+    scored = [np.array([value for _, value in seeds], dtype=float) for seeds in sorted(distinct)]
     if len(scored) < 3:
         return None
     rng = np.random.default_rng(0)
@@ -400,8 +401,9 @@ def render_seed_robustness(current: list[Loaded]) -> str:
             versus = data.get(key)
             if versus and versus.get("sweeps", 0) >= 2:
                 ci_low, ci_high = versus["ci95"]
+                verdict = versus["verdict"] if versus["sweeps"] >= 5 else "unsettled, from fewer than 5 sweeps"
                 said.append(f"{what}: {versus['mean']:+,.1f} on average over {versus['sweeps']} sweeps (95% interval "
-                            f"{ci_low:+,.1f} to {ci_high:+,.1f}: {versus['verdict']})")
+                            f"{ci_low:+,.1f} to {ci_high:+,.1f}: {verdict})")
         if said:
             parts.append("Scored on the new seeds, paired by sweep seed: " + "; ".join(said) + ".")
         if (noise := yardstick_noise(data)) is not None:

@@ -175,6 +175,10 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: The fewest paired sweeps a comparison says "better" or "worse" from.
+MIN_SWEEPS_FOR_VERDICT = 5
+
+
 def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
     """Test IQM of side ``a`` minus side ``b``, paired by sweep seed, with a 95% bootstrap interval of the mean
     difference (scipy's BCa; percentile where BCa cannot be computed)."""
@@ -195,7 +199,8 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
             ci = bootstrap((np.asarray(diffs),), np.mean, confidence_level=0.95, n_resamples=10_000,
                            random_state=0, method="percentile").confidence_interval
             low, high = float(ci.low), float(ci.high)
-    verdict = "better" if low > 0 else "worse" if high < 0 else "unsettled"
+    # A bootstrap interval of a mean from fewer than 5 values covers far less often than it says: no verdict.
+    verdict = "unsettled" if len(diffs) < MIN_SWEEPS_FOR_VERDICT else "better" if low > 0 else "worse" if high < 0 else "unsettled"
     return {"sweeps": len(diffs), "differences": diffs, "mean": float(np.mean(diffs)), "ci95": [low, high],
             "verdict": verdict}
 

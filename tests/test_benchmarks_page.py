@@ -257,14 +257,21 @@ def test_the_checks_own_seed_noise_is_read_from_the_test_seeds_scores():
         return {"setup": {"range": [-500.0, 0.0]},
                 "runs": [{"per_test_seed": {str(1000 + i): v for i, v in enumerate(values)}} for values in configs]}
 
-    steady = [-80.0 + i for i in range(10)]
+    def steady(shift):
+        return [-80.0 + i + shift for i in range(10)]
+
+    def bimodal(shift):
+        return [-500.0, -80.0 + shift] * 5
+
     # A configuration that scores the same on every seed: its 10-seed IQM is always its own.
     assert report.yardstick_noise(results([-90.0] * 10, [-85.0] * 10, [-70.0] * 10)) == 0.0
     # Runs that learn (about -80) or stay at the floor (-500), half and half: the check is far noisier
     # than on steady ones, and less noisy with more seeds.
-    bimodal = [-500.0, -80.0] * 5
-    assert report.yardstick_noise(results(bimodal, bimodal, bimodal)) > 0.1 > report.yardstick_noise(results(steady, steady, steady))
-    assert report.yardstick_noise(results(bimodal, bimodal, bimodal), seeds=30) < report.yardstick_noise(results(bimodal, bimodal, bimodal))
-    # Too little to say: fewer than 3 configurations, or fewer than 4 scores each.
-    assert report.yardstick_noise(results(bimodal, bimodal)) is None
-    assert report.yardstick_noise(results([-1.0] * 3, [-1.0] * 3, [-1.0] * 3)) is None
+    learns_or_not = results(bimodal(0), bimodal(1), bimodal(2))
+    assert report.yardstick_noise(learns_or_not) > 0.1 > report.yardstick_noise(results(steady(0), steady(1), steady(2)))
+    assert report.yardstick_noise(learns_or_not, seeds=30) < report.yardstick_noise(learns_or_not)
+    # Too little to say: fewer than 3 configurations, or fewer than 4 scores each; one that two sides chose
+    # and scored alike counts once.
+    assert report.yardstick_noise(results(bimodal(0), bimodal(1))) is None
+    assert report.yardstick_noise(results(bimodal(0), bimodal(1), bimodal(1))) is None
+    assert report.yardstick_noise(results([-1.0] * 3, [-2.0] * 3, [-3.0] * 3)) is None

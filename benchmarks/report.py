@@ -391,7 +391,7 @@ def render_seed_robustness(current: list[Loaded]) -> str:
             f"**{setup['env']}**, {setup['algorithm']}, {setup['env_steps']:,} env steps a run, scores from "
             f"{_num(low, 0)} to {_num(high, 0)}:\n\n"
             + _table(["answer from", "sweeps", "median reported", "median on 10 new seeds", "median gap",
-                      "gap / score range", "interval covers the new-seed score"], rows)
+                      "median gap size / score range", "interval covers the new-seed score"], rows)
         )
         said = []
         for key, what in (("holdout_minus_per1", "the held-out stage's winner against the search's own"),
@@ -417,7 +417,7 @@ def render_seed_robustness(current: list[Loaded]) -> str:
         "Each sweep spends the same number of training runs on every side. Its answer (the configuration it "
         "picks and the value it reports) is then retrained on 10 seeds no part of the sweep used. The gap is "
         "reported minus what the new seeds scored: positive means the sweep promised more than its answer "
-        "delivers. The held-out stage reports a 95% interval; the last column counts the sweeps where that "
+        "delivers; its size, whichever the sign, is the median gap size. The held-out stage reports a 95% interval; the last column counts the sweeps where that "
         "interval held the new-seed score.\n\n" + "\n\n".join(parts)
     )
 

@@ -47,8 +47,11 @@ each state save (instrumented by wrapping ``TuneController.save_to_dir`` in this
 and again), ``.table()``, and ``rlsweep status DIR`` as a fresh process. Goals (issue): driver memory at most
 +10% from trial 1,000 to 10,000, and no per-trial driver step that grows with the trial count (trials a
 minute and CPU per trial flat across windows). Results go to ``benchmarks/results/scale_replay-<date>.json``
-(not ``scale-*``, which ``benchmarks/report.py`` reads as the real-trial sweep). Needs Ray for the whole run:
-on a shared machine wrap it in ``flock /tmp/rlsweep-ray.lock``.
+(not ``scale-*``, which ``benchmarks/report.py`` reads as the real-trial sweep); ``--out`` writes elsewhere.
+Needs Ray for the whole run: on a shared machine wrap it in ``flock /tmp/rlsweep-ray.lock``. On 2 cores the
+check below takes about 2 min. With ``checkpoint.keep: 1`` and one checkpoint a trial, Tune saves its whole
+experiment state at every trial's checkpoint, so the time per trial grows with the trials started: 1,000 took
+4.5 min (10,000 would take hours); with ``--checkpoint-keep 2`` it saves every 10 s or more, and 1,000 took 1 min.
 
     .venv/bin/python benchmarks/scale.py --replay --trials 200 --rss-from 50 --window 50 --sample-s 1   # a check
     .venv/bin/python benchmarks/scale.py --replay --trials 10000 [--replay-from DIR] [--replay-concurrent 8]

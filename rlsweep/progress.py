@@ -77,6 +77,9 @@ class SweepState:
     #: seeds it finished, beside its tuning value, never one lucky run.
     tuning_values: dict[str, float] | None = None
     entrant_of: dict[str, str] = field(default_factory=dict)
+    #: ``holdout.score_range`` in the held-out stage's view: a run that failed (errored, diverged, stopped
+    #: short) counts at its lowest score, as in the stage's answer, unless a finished run scored outside it.
+    score_range: tuple[float, float] | None = None
     #: Held while the state changes (Tune's thread) and while the live view reads it (rich's thread).
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -173,12 +176,20 @@ class SweepState:
         return f"best {self.metric} {value:.4g} (trial {trial_id}{': ' + config if config else ''})"
 
     def held_out_scores(self) -> dict[str, list[float]]:
-        """Each entrant's values on the test seeds whose runs finished at the budget."""
+        """Each entrant's values on the test seeds whose runs ended: a run that finished at the budget gives its
+        value; one that failed gives the lowest score of ``score_range`` where the range is known and holds
+        (no finished run scored outside it), as the stage's answer counts it, and is left out otherwise."""
         scores: dict[str, list[float]] = {}
-        for trial_id, trial in self.by_trial.items():
-            entrant = self.entrant_of.get(trial_id)
-            if entrant is not None and trial.state == "finished" and trial.value is not None:
+        ended = [(entrant, trial) for trial_id, trial in self.by_trial.items()
+                 if (entrant := self.entrant_of.get(trial_id)) is not None and trial.state != "running"]
+        finished = [trial.value for _, trial in ended if trial.state == "finished" and trial.value is not None]
+        bounds = self.score_range
+        floor = bounds[0] if bounds is not None and all(bounds[0] <= v <= bounds[1] for v in finished) else None
+        for entrant, trial in ended:
+            if trial.state == "finished" and trial.value is not None:
                 scores.setdefault(entrant, []).append(trial.value)
+            elif floor is not None:
+                scores.setdefault(entrant, []).append(floor)
         return scores
 
     def _held_out_text(self) -> str:
@@ -301,8 +312,10 @@ def tune_callback(
 
     class Progress(Callback):
         def __init__(self) -> None:
+            bounds = getattr(getattr(spec, "holdout", None), "score_range", None)
             self.state = SweepState(spec.metric.name, spec.metric.mode, spec.budget.env_steps, trials or spec.budget.trials,
-                                    tuning_values=dict(tuning_values) if tuning_values is not None else None)
+                                    tuning_values=dict(tuning_values) if tuning_values is not None else None,
+                                    score_range=(float(bounds[0]), float(bounds[1])) if bounds and tuning_values is not None else None)
             self.display: Display | None = None
             self.mode = mode
             self.seeded = False

@@ -162,6 +162,50 @@ def test_a_known_score_range_clips_the_winners_interval_and_counts_its_failed_ru
     assert wrong["score_range_ignored"] in said[-200] and "IQM over 5 test seed(s)" in said[-200] and "counted" not in said[-200]
 
 
+def test_a_dropped_entrants_failed_run_counts_at_the_known_floor_in_the_held_out_ranking(tmp_path):
+    """`rlsweep best --rule held-out` lists the entrants the race dropped by their IQM on the seeds they ran:
+    with a known range, a failed run there counts at its lowest score, as the winner's does."""
+    from rlsweep.api import stage_plan, stage_record
+    from rlsweep.holdout import Race
+    from tests.experiments import new_experiment, write_trial
+
+    root = new_experiment(tmp_path / "exp")
+    for i in range(20):
+        write_trial(root, f"{i:05x}_{i:05d}", [-500.0, -90.0 - i], config={"training.lr": 0.001 + i / 1e4}, done=True)
+    swept = rlsweep.load(root)
+    ranked = swept.ranked()
+    twenty = {"env_steps": 4000, "trials": 20}
+    lists = {}
+    for bounds in (None, [-500, 0], [-500, -102]):
+        holdout = {"share": 0.6} if bounds is None else {"share": 0.6, "score_range": bounds}
+        spec = rlsweep.load_spec({**copy.deepcopy(DEFAULTED), "budget": twenty, "holdout": holdout}, preflight=False)
+        race = Race(stage_plan(spec, swept, ranked, 12))
+        done = {}
+        while runs := race.next_runs(done):
+            for candidate, seed in runs:
+                # Every entrant but the search's best fails its first test seed; the rest score -100 - rank.
+                rank = race.plan.candidates.index(candidate)
+                first = seed == race.plan.test_seeds[0]
+                done[(candidate, seed)] = None if first and rank else -100.0 - rank
+        record = stage_record(spec, race, done, {c: {"training.lr": 0.001} for c in race.plan.candidates}, [])
+        store.write_holdout(root, record)
+        # Entrants with no finished run have no IQM to list; the one dropped after two seeds has one of each.
+        dropped = [c for c in record["candidates"] if c["dropped_in"] is not None
+                   and None in c["values"].values() and any(v is not None for v in c["values"].values())]
+        assert len(dropped) == 1, record["candidates"]
+        key = None if bounds is None else tuple(bounds)
+        lists[key] = {b.trial_id: b.value for b in rlsweep.load(root).ranked("held-out") if b.trial_id != record["winner"]}
+        expected = {}
+        for c in dropped:
+            ran = list(c["values"].values())
+            values = [bounds[0] if v is None else v for v in ran] if key == (-500, 0) else [v for v in ran if v is not None]
+            expected[c["candidate"]] = interquartile_mean(values)
+        assert {k: lists[key][k] for k in expected} == pytest.approx(expected)
+    # The floor makes a difference here: a dropped entrant with a failed run ranks lower once it is counted;
+    # a range the winner's -100 broke is not used, as the winner's estimate does not use it.
+    assert any(lists[(-500, 0)][k] < lists[None][k] for k in lists[None]) and lists[(-500, -102)] == lists[None]
+
+
 # --- on real trials -----------------------------------------------------------------------------------
 
 

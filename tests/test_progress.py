@@ -62,6 +62,26 @@ def test_the_held_out_stage_shows_the_leading_entrants_iqm_beside_its_tuning_val
     assert "held-out eval_return_mean so far: 20" in state.summary()
 
 
+def test_the_held_out_view_counts_a_failed_run_at_a_known_floor_as_the_stages_answer_does():
+    def view(score_range, last=-90.0):
+        state = SweepState("eval_return_mean", "max", budget=1000, trials=4, tuning_values={"t1": -80.0},
+                           score_range=score_range)
+        state.entrant_of.update({"r1": "t1", "r2": "t1", "r3": "t1", "r4": "t1"})
+        for run, value in (("r1", -100.0), ("r2", last), ("r3", -120.0)):
+            state.result(run, {"env_steps": 1000, "eval_return_mean": value})
+            state.ended(run)
+        state.result("r4", {"env_steps": 300, "eval_return_mean": -60.0})
+        state.ended("r4", error=True)  # failed a third of the way in
+        return state.held_out_scores()["t1"]
+
+    # No range: the failed run is left out, as the answer leaves it out.
+    assert sorted(view(None)) == [-120.0, -100.0, -90.0]
+    # A range: it counts as the lowest score.
+    assert sorted(view((-500.0, 0.0))) == [-500.0, -120.0, -100.0, -90.0]
+    # A range a finished run broke does not hold for this task: left out again.
+    assert sorted(view((-500.0, -95.0))) == [-120.0, -100.0, -90.0]
+
+
 def test_plain_lines_come_at_most_once_per_interval_and_once_more_at_the_end():
     clock = Clock()
     state = SweepState("return_mean", "max", budget=1000, trials=2, clock=clock)

@@ -322,7 +322,8 @@ class Sweep:
     def _ranked_by_holdout(self) -> list[Best]:
         """The held-out stage's entrants that are trials of this sweep, its winner first (value: its IQM on
         its test seeds, with the stage's 95% interval for 10 new seeds), then those it dropped, by their IQM
-        on the fewer seeds they ran (no interval).
+        on the fewer seeds they ran (no interval; a failed run counted at ``holdout.score_range``'s lowest score
+        where the stage used it, as the winner's).
 
         Raises:
             UsageError: no held-out stage finished in the directory.
@@ -344,10 +345,17 @@ class Sweep:
                 metric=metric, mode="max", rule="held-out", value=float(stage["held_out_iqm"]),
                 interval=(low, high), tuning_value=float(stage["tuning_value"]),
             ))
+        # A failed run counts at a known floor, as in the winner's estimate (and only beside finished ones).
+        bounds = stage.get("score_range")
+        floor = (float(bounds[0]) if isinstance(bounds, list) and len(bounds) == 2 and isinstance(bounds[0], (int, float))
+                 and not stage.get("score_range_ignored") else None)
         others = []
         for entrant in stage.get("candidates") or []:
             trial_id = entrant.get("candidate")
-            values = [float(v) for v in (entrant.get("values") or {}).values() if v is not None]
+            ran = list((entrant.get("values") or {}).values())
+            values = [float(v) for v in ran if v is not None]
+            if floor is not None and values:
+                values = [floor if v is None else float(v) for v in ran]
             if trial_id == stage["winner"] or trial_id not in by_id or not values:
                 continue
             value = interquartile_mean(values)

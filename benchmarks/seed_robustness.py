@@ -14,7 +14,17 @@ budget), so the same env steps:
   95% interval. (At the default share of 0.3 a sweep takes the stage from 20 trials; 14 + 6 keeps the
   sides' runs equal.)
 
-All use Optuna TPE with the sweep seed and FIFO (no pruning: the comparison is about seeds, not about early
+- ``zoo``: rl-baselines3-zoo's own search, as its README runs it (``python -m rl_zoo3.train --algo ppo --env
+  ... -optimize --n-trials 20 --n-jobs 2 --sampler tpe --pruner median``, its own space, in its own venv:
+  ``benchmarks/_zoo.py``), 20 trials of the same env steps, each evaluated once at the end on 10 episodes
+  (``--n-evaluations 1 --eval-episodes 10``: at this budget rl-zoo3's default is one evaluation too, on 5);
+  its answer is its best trial's value, ``study.best_trial``. That configuration (rl-zoo3's own conversion
+  of the trial's parameters, over the env's entry in its ``hyperparams/ALGO.yml``) is then retrained by
+  ``rl_zoo3.train`` on each of the 10 test seeds (``--seed``), as a zoo user retrains a tuned configuration,
+  and scored by its deterministic evaluation at the budget (10 episodes), so the test IQM is the zoo's own
+  config trained by the zoo.
+
+The rlsweep sides use Optuna TPE with the sweep seed and FIFO (no pruning: the comparison is about seeds, not about early
 stopping), score a trial by its greedy evaluation (``eval_return_mean``, 10 episodes) and choose by the
 default rule (``avg-last-3``), as a sweep does. Each side's answer is then retrained by ``rlsweep confirm``
 on 10 test seeds no part of its sweep used (100 greedy episodes in all; after the held-out stage's seeds
@@ -81,7 +91,47 @@ SIDES: dict[str, dict[str, Any]] = {
     "per3": {"per_trial": 3, "trials": 7, "holdout": None},
     "lcb": {"per_trial": 3, "trials": 7, "holdout": None, "aggregate": "lcb"},
     "holdout": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}},
+    "zoo": {"per_trial": 1, "trials": 20, "holdout": None},
 }
+#: rl-zoo3's algorithm and env id for each task (the zoo side).
+ZOO_TASKS = {"acrobot": ("ppo", "Acrobot-v1"), "cartpole": ("ppo", "CartPole-v1"), "pendulum": ("sac", "Pendulum-v1")}
+
+#: Run in rl-zoo3's venv after its search: the best trial's value and parameters, and a config file for
+#: ``rl_zoo3.train --conf-file`` holding the env's entry in rl-zoo3's ALGO.yml updated with that trial's
+#: hyperparameters, converted by rl-zoo3's own converter (as its objective updates them).
+_ZOO_BEST = '''
+import collections, glob, json, pickle, sys
+from pathlib import Path
+
+import yaml
+import rl_zoo3
+from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER
+
+algo, env, logs, conf = sys.argv[1:5]
+(report,) = glob.glob(f"{logs}/{algo}/report_{env}_*.pkl")
+with open(report, "rb") as f:
+    study = pickle.load(f)
+best = study.best_trial
+hyperparams = HYPERPARAMS_CONVERTER[algo](dict(best.params))
+
+
+def python(value):
+    # policy_kwargs as rl-zoo3's yml files write it: a Python expression its ExperimentManager evaluates.
+    if isinstance(value, dict):
+        return "dict(" + ", ".join(f"{k}={python(v)}" for k, v in value.items()) + ")"
+    if isinstance(value, type):
+        return f"nn.{value.__name__}"
+    return repr(value)
+
+
+if "policy_kwargs" in hyperparams:
+    hyperparams["policy_kwargs"] = python(hyperparams["policy_kwargs"])
+defaults = yaml.safe_load((Path(rl_zoo3.__file__).parent / "hyperparams" / f"{algo}.yml").read_text())[env]
+Path(conf).write_text(yaml.safe_dump({env: {**defaults, **hyperparams}}))
+print(json.dumps({"value": best.value, "number": best.number, "params": best.params,
+                  "hyperparams": {k: v if isinstance(v, (int, float, str)) else repr(v) for k, v in hyperparams.items()},
+                  "states": dict(collections.Counter(t.state.name for t in study.trials))}))
+'''
 TEST_SEEDS, EPISODES = 10, 10
 
 
@@ -154,6 +204,96 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
     }
 
 
+def _zoo_retrain(python: Path, algo: str, env: str, conf: Path, seed: int, env_steps: int, workdir: Path) -> subprocess.Popen:
+    """rl-zoo3 trains ``conf`` on ``seed`` for ``env_steps`` and evaluates it there (deterministic, EPISODES)."""
+    workdir.mkdir(parents=True)
+    cmd = [str(python), "-m", "rl_zoo3.train", "--algo", algo, "--env", env, "--conf-file", str(conf),
+           "-n", str(env_steps), "--seed", str(seed), "--eval-freq", str(env_steps), "--eval-episodes", str(EPISODES),
+           "-f", str(workdir / "logs")]
+    with open(workdir / "train.log", "wb") as log:
+        return subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def _zoo_score(workdir: Path, algo: str, env: str, env_steps: int) -> float:
+    """The retrained run's mean return over its evaluation's episodes at ``env_steps``."""
+    import numpy as np
+
+    (npz,) = (workdir / "logs" / algo).glob(f"{env}_*/evaluations.npz")
+    with np.load(npz) as data:
+        steps, results = [int(t) for t in data["timesteps"]], data["results"]
+    if env_steps not in steps:
+        raise SystemExit(f"{npz}: no evaluation at {env_steps} env steps ({steps})")
+    return float(np.mean(results[steps.index(env_steps)]))
+
+
+def one_zoo(task: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
+    """The ``zoo`` side: rl-zoo3's search, its best trial's value, and that configuration retrained by rl-zoo3."""
+    import _zoo
+
+    from rlsweep.analysis._confirm import iqm_interval
+    from rlsweep.seeds import held_out_seeds, interquartile_mean
+
+    setup, (algo, env) = TASKS[task], ZOO_TASKS[task]
+    env_steps, trials = setup["env_steps"], SIDES["zoo"]["trials"]
+    python = _zoo.ensure_venv()
+    workdir = storage / f"{task}-zoo-s{sweep_seed}"
+    workdir.mkdir(parents=True)
+    start = time.perf_counter()
+    search = subprocess.run(
+        _zoo.zoo_command(python, algo=algo, env=env, seed=sweep_seed, trials=trials, jobs=2, env_steps=env_steps,
+                         eval_every=env_steps, eval_episodes=EPISODES, workdir=workdir),
+        cwd=workdir, capture_output=True, text=True)
+    swept_s = time.perf_counter() - start
+    if search.returncode != 0:
+        raise SystemExit(f"rl-zoo3's search failed ({search.returncode}): {search.stderr[-2000:]}")
+    conf = workdir / "best.yml"
+    best = json.loads(subprocess.run([str(python), "-c", _ZOO_BEST, algo, env, str(workdir / "logs"), str(conf)],
+                                     check=True, capture_output=True, text=True).stdout)
+    seeds = held_out_seeds(1000, TEST_SEEDS)  # the test seeds rlsweep confirm gives the per1 side
+    start = time.perf_counter()
+    scores: dict[int, float] = {}
+    waiting = list(seeds)
+    running: dict[int, subprocess.Popen] = {}
+    while waiting or running:
+        while waiting and len(running) < 2:  # two at a time, as the search ran its trials
+            seed = waiting.pop(0)
+            running[seed] = _zoo_retrain(python, algo, env, conf, seed, env_steps, workdir / f"test-{seed}")
+        for seed, proc in list(running.items()):
+            if proc.poll() is not None:
+                del running[seed]
+                if proc.returncode != 0:
+                    raise SystemExit(f"rl-zoo3's retraining on seed {seed} failed: see {workdir / f'test-{seed}' / 'train.log'}")
+                scores[seed] = _zoo_score(workdir / f"test-{seed}", algo, env, env_steps)
+        time.sleep(0.5)
+    confirm_s = time.perf_counter() - start
+    values = [scores[s] for s in seeds]
+    test = interquartile_mean(values)
+    low, high = iqm_interval(values)
+    reported = float(best["value"])
+    return {
+        "task": task,
+        "side": "zoo",
+        "sweep_seed": sweep_seed,
+        "chosen_trial": f"trial_{best['number']}",
+        "config": best["hyperparams"],
+        "zoo_params": best["params"],
+        "zoo_trial_states": best["states"],
+        "reported": reported,
+        "reported_interval": None,
+        "tuning_value": reported,
+        "test_iqm": test,
+        "test_ci": [low, high],
+        "test_seeds": seeds,
+        "per_test_seed": {str(s): scores[s] for s in seeds},
+        "gap": reported - test,
+        "covers": None,
+        "runs": trials,
+        "env_steps": trials * env_steps,
+        "sweep_s": swept_s,
+        "confirm_s": confirm_s,
+    }
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out = {}
     for side in SIDES:
@@ -206,7 +346,8 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
 
 
 #: The paired comparisons of test IQM every results file holds (where both sides ran), ``a_minus_b``.
-PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb")]
+PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb"),
+         ("holdout", "zoo"), ("per1", "zoo")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -247,7 +388,8 @@ def main() -> None:
     parser.add_argument("--pool", type=Path, nargs="+", help="summarize these results files' runs together instead of running")
     parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
     parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(SIDES))
+    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(set(SIDES) - {"zoo"}),
+                        help="zoo needs rl-zoo3's venv, made once (benchmarks/_zoo.py)")
     args = parser.parse_args()
     if args.pool:
         out = pool(args.pool)
@@ -264,7 +406,7 @@ def main() -> None:
         for i, sweep_seed in enumerate(args.sweep_seeds):
             order = args.sides if i % 2 == 0 else list(reversed(args.sides))
             for side in order:
-                run = one(args.task, side, sweep_seed, Path(storage))
+                run = one_zoo(args.task, sweep_seed, Path(storage)) if side == "zoo" else one(args.task, side, sweep_seed, Path(storage))
                 runs.append(run)
                 shown = "" if run["reported_interval"] is None else " [{:.1f}, {:.1f}]".format(*run["reported_interval"])
                 print(f"sweep seed {sweep_seed} {side}: reported {run['reported']:.1f}{shown}, test IQM "

@@ -373,7 +373,8 @@ def render_seed_robustness(current: list[Loaded]) -> str:
     side_names = {"per1": "one seed a trial (the search's answer)",
                   "per3": "three seeds a trial (IQM)",
                   "lcb": "three seeds a trial (mean less one standard error)",
-                  "holdout": "the held-out stage"}
+                  "holdout": "the held-out stage",
+                  "zoo": "rl-baselines3-zoo's search (its best trial), retrained by rl-zoo3"}
     parts = []
     for loaded in current:
         data = loaded.data
@@ -397,7 +398,9 @@ def render_seed_robustness(current: list[Loaded]) -> str:
         for key, what in (("holdout_minus_per1", "the held-out stage's winner against the search's own"),
                           ("per3_minus_per1", "three seeds a trial (IQM) against one"),
                           ("lcb_minus_per1", "three seeds a trial (lower bound) against one"),
-                          ("holdout_minus_lcb", "the held-out stage against three seeds a trial (lower bound)")):
+                          ("holdout_minus_lcb", "the held-out stage against three seeds a trial (lower bound)"),
+                          ("holdout_minus_zoo", "the held-out stage against rl-baselines3-zoo's answer, each retrained by its own tool"),
+                          ("per1_minus_zoo", "the search's own answer against rl-baselines3-zoo's")):
             versus = data.get(key)
             if versus and versus.get("sweeps", 0) >= 2:
                 ci_low, ci_high = versus["ci95"]

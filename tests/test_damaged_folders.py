@@ -79,7 +79,7 @@ def _snapshot(root: Path) -> dict[str, object]:
     for path in sorted(root.rglob("*")):
         mode = path.lstat().st_mode
         key = str(path.relative_to(root))
-        if key == store.MLFLOW_LOCK or key.startswith(store.ROWS_INDEX):  # a lock and a cache, none of the sweep's data
+        if key == store.MLFLOW_LOCK or key.startswith(store.CACHE_FILES):  # a lock and caches, none of the sweep's data
             continue
         found[key] = path.read_bytes() if stat.S_ISREG(mode) else ("link", os.readlink(path)) if stat.S_ISLNK(mode) else stat.S_IFMT(mode)
     return found

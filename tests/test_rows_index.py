@@ -136,7 +136,7 @@ def test_on_a_full_disk_the_index_is_not_written_and_the_answers_are_the_same(tm
 
     monkeypatch.setattr(os, "fdopen", lambda fd, mode="r", *a, **k: Full(fd) if "w" in mode else fdopen(fd, mode, *a, **k))
     assert _answers(root) == first
-    assert sorted(p.name for p in root.iterdir() if p.name.startswith(store.ROWS_INDEX)) == []
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(store.CACHE_FILES)) == []
 
 
 def test_an_index_for_another_metric_is_widened_not_trusted(tmp_path, monkeypatch):
@@ -225,3 +225,65 @@ def test_rows_read_after_their_file_went_away_say_so(tmp_path):
         (trial.path / store.RESULT_FILE).write_text(text)
         with pytest.raises(store.SweepError, match="was rewritten since the sweep was loaded"):
             list(trial.rows)
+
+
+# --- what readers take from Tune's experiment state ------------------------------------------------------
+
+STATE = "experiment_state-2026-01-01_00-00-00.json"
+
+
+def _with_state(root: Path, statuses: dict[str, str], junk: int = 0) -> None:
+    """Tune's state for ``root``'s trials, each entry padded with ``junk`` bytes of results a reader skips."""
+    entries = []
+    for trial_id, status in statuses.items():
+        folder = next(root.glob(f"train_{trial_id}_*")).name
+        trial = {"trial_id": trial_id, "status": status, "relative_logdir": folder, "config": {"lr": 0.1},
+                 "last_result": {"padding": "x" * junk}}
+        entries.append([json.dumps(trial), json.dumps({"num_failures": 1 if status == "ERROR" else 0})])
+    (root / STATE).write_text(json.dumps({"trial_data": entries}))
+
+
+def test_tunes_state_is_parsed_once_and_read_again_only_when_tune_rewrites_it(tmp_path, monkeypatch):
+    root = _sweep(tmp_path / "exp")
+    _with_state(root, {"aaaaa_00000": "RUNNING", "bbbbb_00001": "TERMINATED", "ccccc_00002": "TERMINATED"}, junk=10_000)
+    first = _answers(root)
+    assert first["trials"]["aaaaa_00000"][0] == store.RUNNING and (root / store.STATE_INDEX).is_file()
+    assert (root / store.STATE_INDEX).stat().st_size < (root / STATE).stat().st_size / 10  # what a reader needs, not Tune's results
+    parsed: list[Path] = []
+    parse = store._parse_state
+    monkeypatch.setattr(store, "_parse_state", lambda path: parsed.append(path) or parse(path))
+    assert _answers(root) == first and store.trial_states(root) == {
+        "aaaaa_00000": ("RUNNING", 0), "bbbbb_00001": ("TERMINATED", 0), "ccccc_00002": ("TERMINATED", 0)}
+    assert parsed == []
+    # Tune saves its state again: the trial that was running has failed.
+    _with_state(root, {"aaaaa_00000": "ERROR", "bbbbb_00001": "TERMINATED", "ccccc_00002": "TERMINATED"}, junk=10_001)
+    assert store.trial_states(root)["aaaaa_00000"] == ("ERROR", 1) and parsed == [root / STATE]
+    states = {t.trial_id: t.state for t in rlsweep.load(root).trials}
+    assert states["aaaaa_00000"] == store.ERROR and parsed == [root / STATE]
+
+
+@pytest.mark.parametrize("cache", ["not json", '{"version": 1, "entries": 5}', "[]", '{"version": 99}'])
+def test_a_damaged_state_index_is_not_trusted_and_is_written_again(tmp_path, cache):
+    root = _sweep(tmp_path / "exp")
+    _with_state(root, {"aaaaa_00000": "TERMINATED", "bbbbb_00001": "ERROR", "ccccc_00002": "TERMINATED"})
+    first = store.trial_states(root)
+    (root / store.STATE_INDEX).write_text(cache)
+    assert store.trial_states(root) == first == {
+        "aaaaa_00000": ("TERMINATED", 0), "bbbbb_00001": ("ERROR", 1), "ccccc_00002": ("TERMINATED", 0)}
+    assert json.loads((root / store.STATE_INDEX).read_text())["version"] == 1
+
+
+def test_a_state_index_of_another_folder_or_a_damaged_state_is_not_used(tmp_path):
+    root = _sweep(tmp_path / "exp")
+    _with_state(root, {"aaaaa_00000": "DONE", "bbbbb_00001": "TERMINATED", "ccccc_00002": "TERMINATED"})
+    assert any(str(root / STATE) in p and "has status 'DONE'" in p for p in store.tune_state(root).problems)
+    # The sweep moved: its files keep their sizes and times, and what is odd in them is named where they are now.
+    copy = tmp_path / "copy"
+    os.rename(root, copy)
+    problems = store.tune_state(copy).problems
+    assert problems and all(str(copy / STATE) in p for p in problems), problems
+    # A state that does not read is named every time it is read, never kept as a good one.
+    (copy / STATE).write_text('{"trial_data": [["{\\"trial_id')
+    for _ in range(2):
+        state = store.tune_state(copy)
+        assert state.entries is None and "is not JSON" in state.damage[0]

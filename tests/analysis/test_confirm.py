@@ -223,8 +223,8 @@ def test_a_sweep_with_no_finished_trial_has_nothing_to_confirm(tmp_path, capsys)
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
     assert main(["confirm", str(root), "--top", "1", "--seeds", "3"]) == 2
     assert "DIR: no trial of this sweep finished" in capsys.readouterr().err
-    # Nothing written, nothing lost (the readers' rows index aside: a cache, none of the sweep's data).
-    assert sorted(p.relative_to(root) for p in root.rglob("*") if p.name != store.ROWS_INDEX) == before
+    # Nothing written, nothing lost (the readers' caches aside: none of the sweep's data).
+    assert sorted(p.relative_to(root) for p in root.rglob("*") if p.name not in store.CACHE_FILES) == before
 
 
 def test_best_by_confirmation_needs_one_and_then_follows_it(swept, capsys):

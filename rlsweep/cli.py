@@ -185,6 +185,32 @@ def large_sweep_line(spec: Any) -> str | None:
             "keep each suggestion under 5 ms")
 
 
+#: From this many trials, validate says what Tune's forced saves of its experiment state will cost (benchmarks/
+#: scale.py --replay: one forced save a trial took the driver's CPU per trial from 108 to 527 ms over 1,000 trials).
+LARGE_CHECKPOINT_TRIALS = 1_000
+
+
+def large_checkpoint_line(spec: Any) -> str | None:
+    """For a sweep of :data:`LARGE_CHECKPOINT_TRIALS` trials or more whose trials make ``checkpoint.keep``
+    checkpoints or more each: Ray Tune then saves its whole experiment state every ``keep`` checkpoints of any
+    trial, a save that grows with the trials, and what to set instead; None where it does not."""
+    from rlsweep.schedulers import checkpoint_keep
+    from rlsweep.trainables import plan_for
+
+    keep = checkpoint_keep(spec)
+    if spec.budget.trials < LARGE_CHECKPOINT_TRIALS or keep is None:
+        return None
+    made = max(1, spec.budget.env_steps // plan_for(spec, None).checkpoint_every)
+    if made < keep:
+        return None
+    saves = made // keep * spec.budget.trials
+    return (f"checkpoint: each trial checkpoints about {made} time(s) and Ray Tune saves its whole experiment state "
+            f"(every trial's entry) each time a trial has made checkpoint.keep ({keep}) more: about {saves:,} saves over "
+            f"{spec.budget.trials:,} trials, each longer as trials accumulate (one a trial took the driver from 108 to "
+            f"527 ms of CPU a trial over 1,000 trials); checkpoint.every_env_steps: {spec.budget.env_steps} (one "
+            f"checkpoint, at the budget) or checkpoint.keep: {made + 1} avoids them")
+
+
 def held_out_plan_line(spec: Any) -> str:
     """What the held-out stage will do after the search, and what it costs, as validate says it."""
     from rlsweep.holdout import DEFAULT_RACE_FROM_RUNS, affords_them, race_budget
@@ -263,8 +289,9 @@ def _validate(args: argparse.Namespace) -> int:
     if (buffer := replay_buffer_line(spec)) is not None:
         valid += "\n" + buffer
     valid += "\n" + held_out_plan_line(spec)
-    if (large := large_sweep_line(spec)) is not None:
-        valid += "\n" + large
+    for large in (large_sweep_line(spec), large_checkpoint_line(spec)):
+        if large is not None:
+            valid += "\n" + large
     if not measure:
         why = "ray.memory_check is false" if not spec.ray.memory_check else "--no-memory-check"
         print(valid)

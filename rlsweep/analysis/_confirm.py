@@ -406,10 +406,19 @@ def final_score(trial: store.Trial, budget: int) -> float | None:
     return values[-1]
 
 
-def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: int) -> tuple[dict[str, dict[int, float]], dict[str, list[str]]]:
-    """Each confirmation run's final evaluation, by configuration and test seed, and what is missing."""
+def scores_from(
+    trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: int, score_range: Sequence[float] | None = None,
+) -> tuple[dict[str, dict[int, float]], dict[str, list[str]]]:
+    """Each confirmation run's final evaluation, by configuration and test seed, and what is missing.
+
+    ``score_range``: the task's (lowest, highest) score (``holdout.score_range``): a run that failed (errored,
+    diverged, or ended short of the budget) of a configuration with a finished one then scores the lowest, as
+    in the held-out stage's answer, and its line in ``missing`` says so. Not where a finished run scored
+    outside the range (it does not hold for the task), nor for a run that is still to finish or never started.
+    """
     scores: dict[str, dict[int, float]] = {c: {} for c in plan.candidates}
     missing: dict[str, list[str]] = {c: [] for c in plan.candidates}
+    failed: list[tuple[str, int, int]] = []  # candidate, seed, its line in missing
     seen = set()
     for trial in trials:
         candidate, seed = trial.config.get(store.CANDIDATE_KEY), trial.config.get(store.TEST_SEED_KEY)
@@ -418,12 +427,20 @@ def scores_from(trials: Sequence[store.Trial], plan: ConfirmationPlan, budget: i
         seen.add((candidate, seed))
         if (score := final_score(trial, budget)) is not None:
             scores[candidate][int(seed)] = score
-        elif trial.state == store.ERROR:
+            continue
+        if trial.state == store.ERROR:
             missing[candidate].append(f"seed {seed}: errored ({trial.path / store.ERROR_FILE})")
         elif trial.diverged:
             missing[candidate].append(f"seed {seed}: diverged at {trial.env_steps} env steps ({trial.diverged})")
         else:
             missing[candidate].append(f"seed {seed}: {trial.state} at {trial.env_steps} env steps")
+        if trial.state in (store.ERROR, store.TERMINATED):
+            failed.append((candidate, int(seed), len(missing[candidate]) - 1))
+    if score_range is not None and all(score_range[0] <= v <= score_range[1] for c in scores.values() for v in c.values()):
+        for candidate, seed, line in failed:
+            if scores[candidate]:
+                scores[candidate][seed] = float(score_range[0])
+                missing[candidate][line] += f"; counted as the lowest score, {score_range[0]:g} (holdout.score_range)"
     for candidate in plan.candidates:
         missing[candidate] += [f"seed {s}: never started" for s in plan.test_seeds if (candidate, s) not in seen]
     return scores, missing

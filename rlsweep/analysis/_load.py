@@ -421,7 +421,8 @@ class Sweep:
         document = confirmation_document(self.info.get("spec") or self.spec.document, plan)
         path, _ = retrain(self.path, document, plan.to_dict(), address=address, verbose=verbose)
         budget = int(document["budget"]["env_steps"])
-        scores, missing = scores_from(store.read_trials(path, budget_env_steps=budget), plan, budget)
+        bounds = self.spec.holdout.score_range if self.spec.holdout is not None else None
+        scores, missing = scores_from(store.read_trials(path, budget_env_steps=budget), plan, budget, bounds)
         result = summarize(plan, scores, missing=missing)
         if result["winner"] is None:
             lines = "; ".join(f"{c}: {', '.join(m)}" for c, m in missing.items() if m)

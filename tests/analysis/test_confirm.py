@@ -336,3 +336,41 @@ def test_confirm_works_from_the_analysis_alone_in_a_fresh_interpreter(swept):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 42, (done.returncode, done.stderr[-2000:])
+
+
+def test_confirm_counts_a_failed_run_at_the_specs_score_range_floor(tmp_path):
+    """`rlsweep confirm` scores a run that failed as the held-out stage does where the spec names the task's
+    range: the lowest score, beside the configuration's finished runs."""
+    import copy
+
+    from rlsweep.analysis._confirm import CONFIRM_METRIC
+    from tests.conftest import TINY_SPEC
+
+    def sweep_with(score_range):
+        spec = {**copy.deepcopy(TINY_SPEC), "budget": {"env_steps": 4000, "trials": 20},
+                "holdout": {"score_range": score_range} if score_range else None}
+        root = new_experiment(tmp_path / f"exp-{score_range}", spec)
+        settings = {"settings": {"debugging.seed": 3}, "config": {"training.lr": 0.001, "debugging.seed": 3}, "seeds": [3]}
+        write_trial(root, "aaaaa_00000", [10, 20, 30, 40], config={"training.lr": 0.001}, settings=settings, done=True)
+        return root
+
+    def retrain(root, document, plan, **_):
+        folder = new_experiment(root / "confirm-runs", document)
+        for index, seed in enumerate(plan["test_seeds"]):
+            trial = folder / f"train_run{index}_0000{index}_x"
+            trial.mkdir()
+            (trial / store.PARAMS_FILE).write_text(json.dumps({store.CANDIDATE_KEY: "aaaaa_00000", store.TEST_SEED_KEY: seed}))
+            rows = [{"trial_id": f"run{index}", "env_steps": 2000 * i, CONFIRM_METRIC: 100.0 + index, "timestamp": i}
+                    for i in (1, 2)]
+            if index == 0:
+                (trial / store.ERROR_FILE).write_text("Failure # 1\nboom")
+                rows = rows[:1]
+            (trial / store.RESULT_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return folder, 1
+
+    known = load(sweep_with([0, 500])).confirm(1, 3, retrain=retrain)
+    unknown = load(sweep_with(None)).confirm(1, 3, retrain=retrain)
+    (row,) = known["configurations"]
+    assert row["per_seed"] == {"1000": 0.0, "1001": 101.0, "1002": 102.0} and "counted as the lowest score, 0" in row["missing"][0]
+    (row,) = unknown["configurations"]
+    assert row["per_seed"] == {"1001": 101.0, "1002": 102.0} and "counted" not in row["missing"][0]

@@ -92,6 +92,27 @@ def test_the_final_evaluation_is_the_score_and_runs_short_of_the_budget_or_error
 
 
 
+def test_with_a_known_score_range_a_failed_run_scores_the_lowest_as_in_the_held_out_stage():
+    plan = plan_of("a", "b", seeds=(1000, 1001, 1002, 1003))
+    trials = [
+        trial("t0", "a", 1000, [10.0, 30.0]),
+        trial("t1", "a", 1001, [10.0, 99.0], steps=2000, state=store.RUNNING),  # still to finish: not a failure
+        trial("t2", "a", 1002, [10.0, 50.0], state=store.ERROR),
+        trial("t3", "a", 1003, [10.0, 50.0], steps=2000),  # ended short of the budget
+        trial("t4", "b", 1000, [10.0], state=store.ERROR),  # b finished nothing: no score, floor or not
+    ]
+    scores, missing = scores_from(trials, plan, budget=4000, score_range=(0.0, 500.0))
+    assert scores == {"a": {1000: 30.0, 1002: 0.0, 1003: 0.0}, "b": {}}
+    assert missing["a"] == [
+        "seed 1001: RUNNING at 2000 env steps",
+        f"seed 1002: errored ({Path('/exp/t2') / store.ERROR_FILE}); counted as the lowest score, 0 (holdout.score_range)",
+        "seed 1003: TERMINATED at 2000 env steps; counted as the lowest score, 0 (holdout.score_range)",
+    ]
+    assert missing["b"][0] == f"seed 1000: errored ({Path('/exp/t4') / store.ERROR_FILE})"
+    # A range a finished run broke does not hold for the task: failed runs are left out, as without one.
+    assert scores_from(trials, plan, budget=4000, score_range=(0.0, 20.0)) == scores_from(trials, plan, budget=4000)
+
+
 def test_a_run_that_diverged_has_no_final_score_though_its_last_row_reaches_the_budget():
     """Its evaluation is carried forward from before the divergence: no score of the configuration. The same
     rule scores the held-out stage's runs (rlsweep.api), so a race and a confirmation never disagree."""

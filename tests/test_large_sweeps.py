@@ -11,6 +11,14 @@ from rlsweep.cli import main
 from tests.conftest import TINY_SPEC
 
 
+def _validate_says(tmp_path, capsys, prefix: str, **changes) -> list[str]:
+    """The lines starting with ``prefix`` that `rlsweep validate` prints for TINY_SPEC with ``changes``."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({**copy.deepcopy(TINY_SPEC), "scheduler": "fifo", **changes}))
+    assert main(["validate", str(path), "--no-memory-check"]) == 0
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith(prefix)]
+
+
 @pytest.mark.parametrize(("searcher", "trials", "said"), [
     ("optuna", 5_000, "searcher: optuna's tpe sampler takes longer per suggestion as trials accumulate"),
     ({"name": "optuna", "sampler": "qmc"}, 10_000, None),
@@ -20,12 +28,7 @@ from tests.conftest import TINY_SPEC
     ("optuna", 4_999, None),
 ])
 def test_validate_names_a_searcher_that_keeps_up_where_a_large_sweeps_would_not(tmp_path, capsys, searcher, trials, said):
-    document = {**copy.deepcopy(TINY_SPEC), "searcher": searcher, "scheduler": "fifo",
-                "budget": {"env_steps": 1000, "trials": trials}}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(document))
-    assert main(["validate", str(path), "--no-memory-check"]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("searcher:")]
+    lines = _validate_says(tmp_path, capsys, "searcher:", searcher=searcher, budget={"env_steps": 1000, "trials": trials})
     if said is None:
         assert lines == []
     else:
@@ -48,12 +51,8 @@ def test_validate_names_a_searcher_that_keeps_up_where_a_large_sweeps_would_not(
     ({"keep": 10}, 2_000, "checkpoint: each trial checkpoints about 10 time(s)"),
 ])
 def test_validate_says_what_tunes_forced_state_saves_cost_a_large_sweep_and_what_to_set(tmp_path, capsys, checkpoint, trials, said):
-    document = {**copy.deepcopy(TINY_SPEC), "searcher": "random", "scheduler": "fifo", "checkpoint": checkpoint,
-                "budget": {"env_steps": 1000, "trials": trials}}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(document))
-    assert main(["validate", str(path), "--no-memory-check"]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("checkpoint:")]
+    lines = _validate_says(tmp_path, capsys, "checkpoint:", searcher="random", checkpoint=checkpoint,
+                           budget={"env_steps": 1000, "trials": trials})
     if said is None:
         assert lines == []
     else:

@@ -22,7 +22,7 @@ budget), so the same env steps:
   of the trial's parameters, over the env's entry in its ``hyperparams/ALGO.yml``) is then retrained by
   ``rl_zoo3.train`` on each of the 10 test seeds (``--seed``), as a zoo user retrains a tuned configuration,
   and scored by its deterministic evaluation at the budget (10 episodes), so the test IQM is the zoo's own
-  config trained by the zoo.
+  config trained by the zoo. Every zoo run gets one torch thread (``--num-threads 1``), two at a time.
 
 The rlsweep sides use Optuna TPE with the sweep seed and FIFO (no pruning: the comparison is about seeds, not about early
 stopping), score a trial by its greedy evaluation (``eval_return_mean``, 10 episodes) and choose by the
@@ -209,7 +209,7 @@ def _zoo_retrain(python: Path, algo: str, env: str, conf: Path, seed: int, env_s
     workdir.mkdir(parents=True)
     cmd = [str(python), "-m", "rl_zoo3.train", "--algo", algo, "--env", env, "--conf-file", str(conf),
            "-n", str(env_steps), "--seed", str(seed), "--eval-freq", str(env_steps), "--eval-episodes", str(EPISODES),
-           "-f", str(workdir / "logs")]
+           "-f", str(workdir / "logs"), "--num-threads", "1"]
     with open(workdir / "train.log", "wb") as log:
         return subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -239,9 +239,12 @@ def one_zoo(task: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
     workdir = storage / f"{task}-zoo-s{sweep_seed}"
     workdir.mkdir(parents=True)
     start = time.perf_counter()
+    # One torch thread per trial: two trials at a time on two cores. At torch's default (a thread per core
+    # each) the two contend, and a run of the small-batch configurations rl-zoo3's space holds (batch_size 4)
+    # took 30 min here instead of a few. Only the time changes; these sides are compared on scores.
     search = subprocess.run(
-        _zoo.zoo_command(python, algo=algo, env=env, seed=sweep_seed, trials=trials, jobs=2, env_steps=env_steps,
-                         eval_every=env_steps, eval_episodes=EPISODES, workdir=workdir),
+        [*_zoo.zoo_command(python, algo=algo, env=env, seed=sweep_seed, trials=trials, jobs=2, env_steps=env_steps,
+                           eval_every=env_steps, eval_episodes=EPISODES, workdir=workdir), "--num-threads", "1"],
         cwd=workdir, capture_output=True, text=True)
     swept_s = time.perf_counter() - start
     if search.returncode != 0:

@@ -1080,19 +1080,25 @@ class _RowsIndex:
         kept = {name: self.entries[name] for name in names if name in self.entries}
         if not self.changed and len(kept) == len(self.entries):
             return
-        temporary = None
-        try:
-            # A new file of a name no one can plant a link at (O_EXCL), renamed over the index: a reader never
-            # writes through a link in a folder it was handed, nor sees half an index.
-            fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f"{ROWS_INDEX}.", suffix=".tmp")
-            with os.fdopen(fd, "w") as out:
-                out.write(json.dumps({"version": _INDEX_VERSION, "keys": self.keys, "trials": kept}, separators=(",", ":")))
-            os.replace(temporary, self.path)
-        except (OSError, ValueError) as exc:  # read-only, full or gone: the next reader parses again
-            log.debug("%s: not written (%s)", self.path, exc)
-            if temporary is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
+        _write_cache(self.path, {"version": _INDEX_VERSION, "keys": self.keys, "trials": kept})
+
+
+def _write_cache(path: Path, value: Any) -> None:
+    """A readers' cache (:data:`CACHE_FILES`) as compact JSON at ``path``; not written where it cannot be
+    (read-only, full or gone: the next reader reads the slow way again)."""
+    temporary = None
+    try:
+        # A new file of a name no one can plant a link at (O_EXCL), renamed over the cache: a reader never
+        # writes through a link in a folder it was handed, nor sees half a cache.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(value, separators=(",", ":")))
+        os.replace(temporary, path)
+    except (OSError, ValueError, TypeError) as exc:
+        log.debug("%s: not written (%s)", path, exc)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 # --- Tune's experiment state ------------------------------------------------------------------------------
@@ -1207,20 +1213,9 @@ def _cached_state(root: Path, newest: Path, signature: list[int] | None) -> Tune
 
 def _keep_state(root: Path, newest: Path, signature: list[int], state: TuneState) -> None:
     """Write :data:`STATE_INDEX` for ``state``, read from ``newest`` at ``signature`` (not where it cannot be written)."""
-    temporary = None
-    try:
-        entries = [[e.trial_id, e.status, e.failures, e.folder, e.config] for e in (state.entries or {}).values()]
-        fd, temporary = tempfile.mkstemp(dir=root, prefix=f"{STATE_INDEX}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps({"version": _STATE_INDEX_VERSION, "file": str(newest), "sig": signature,
-                                  "entries": entries, "problems": list(state.problems), "whole": state.whole},
-                                 separators=(",", ":")))
-        os.replace(temporary, root / STATE_INDEX)
-    except (OSError, ValueError, TypeError) as exc:  # read-only, full, or a config JSON does not hold: parse next time
-        log.debug("%s: not written (%s)", root / STATE_INDEX, exc)
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    entries = [[e.trial_id, e.status, e.failures, e.folder, e.config] for e in (state.entries or {}).values()]
+    _write_cache(root / STATE_INDEX, {"version": _STATE_INDEX_VERSION, "file": str(newest), "sig": signature,
+                                      "entries": entries, "problems": list(state.problems), "whole": state.whole})
 
 
 def tune_state(root: Path, *, keep: bool = True) -> TuneState:

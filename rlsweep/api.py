@@ -7,7 +7,6 @@ Each function composes the stages: :mod:`rlsweep.sweep` runs trials into the exp
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,13 +138,11 @@ def stage_record(
 
     from rlsweep.analysis import DEFAULT_RULE
     from rlsweep.analysis._confirm import CONFIRM_METRIC
-    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race
+    from rlsweep.holdout import DEFAULT_FUTURE_SEEDS, Race, outside_range
 
     ignored = None
     if (bounds := race.plan.score_range) is not None:
-        outside = [(run, value) for run, value in sorted(done.items())
-                   if value is not None and math.isfinite(value) and not bounds[0] <= value <= bounds[1]]
-        if outside:
+        if outside := outside_range(bounds, done):
             (candidate, seed), value = outside[0]
             more = f" (and {len(outside) - 1} more run(s))" if len(outside) > 1 else ""
             ignored = (f"holdout.score_range: [{bounds[0]:g}, {bounds[1]:g}] does not hold this task's scores: trial "

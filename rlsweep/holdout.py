@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -58,6 +59,7 @@ BOOTSTRAP_SEED = 0
 
 #: A run's key: (candidate, test seed).
 Run = tuple[str, int]
+K = TypeVar("K")
 
 
 def race_budget(share: float, trials: int, per_trial: int, max_runs: int | None = None) -> int:
@@ -449,6 +451,27 @@ def _value(done: Mapping[Run, float | None], run: Run) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
+def outside_range(score_range: Sequence[float] | None, scores: Mapping[K, float | None]) -> list[tuple[K, float]]:
+    """The finished scores that lie outside ``holdout.score_range`` (the task's lowest and highest score), in
+    key order. Any one means the range does not hold for this task (a v0/v1 mix-up, a wrapper that rescales
+    rewards): then no reader clips an interval to it or counts a failed run at its lowest score. A missing,
+    NaN or infinite score is a failed run, not a score, and says nothing about the range."""
+    if score_range is None:
+        return []
+    low, high = float(score_range[0]), float(score_range[1])
+    return [(key, float(value)) for key, value in sorted(scores.items())
+            if value is not None and math.isfinite(value) and not low <= value <= high]
+
+
+def known_floor(score_range: Sequence[float] | None, scores: Mapping[Any, float | None]) -> float | None:
+    """The score a failed run counts as beside finished ones: ``holdout.score_range``'s lowest score, where
+    the range is given and holds for every finished score (:func:`outside_range`); otherwise None, and a
+    failed run is left out."""
+    if score_range is None or outside_range(score_range, scores):
+        return None
+    return float(score_range[0])
+
+
 @dataclass(frozen=True)
 class _State:
     stage: int
@@ -590,6 +613,8 @@ __all__ = [
     "RaceResult",
     "Stage",
     "holdout_interval",
+    "known_floor",
+    "outside_range",
     "plan_race",
     "race_budget",
 ]

@@ -182,9 +182,10 @@ class SweepState:
         scores: dict[str, list[float]] = {}
         ended = [(entrant, trial) for trial_id, trial in self.by_trial.items()
                  if (entrant := self.entrant_of.get(trial_id)) is not None and trial.state != "running"]
+        from rlsweep.holdout import known_floor
+
         finished = [trial.value for _, trial in ended if trial.state == "finished" and trial.value is not None]
-        bounds = self.score_range
-        floor = bounds[0] if bounds is not None and all(bounds[0] <= v <= bounds[1] for v in finished) else None
+        floor = known_floor(self.score_range, dict(enumerate(finished)))
         for entrant, trial in ended:
             if trial.state == "finished" and trial.value is not None:
                 scores.setdefault(entrant, []).append(trial.value)

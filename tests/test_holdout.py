@@ -13,6 +13,8 @@ from rlsweep.holdout import (
     Race,
     Stage,
     holdout_interval,
+    known_floor,
+    outside_range,
     plan_race,
     race_budget,
 )
@@ -273,6 +275,18 @@ def test_the_winners_failed_run_counts_as_the_lowest_score_where_the_range_is_kn
     assert result.failed == (1001,)
     assert result.held_out_iqm == pytest.approx(-80.0)
     assert result.interval == holdout_interval([-90.0, -80.0, -70.0], entrants=1)
+
+
+def test_a_score_range_holds_until_a_finished_score_lies_outside_it_and_a_failed_runs_nan_says_nothing():
+    # The rule the stage's answer, the progress view, the dropped entrants' ranking and confirm all share.
+    scores = {("a", 1): -90.0, ("a", 2): math.nan, ("b", 1): None, ("b", 2): -math.inf}
+    assert outside_range((-500.0, 0.0), scores) == []
+    assert known_floor((-500.0, 0.0), scores) == -500.0
+    scores |= {("c", 1): 12.5, ("b", 3): -600.0}
+    assert outside_range((-500.0, 0.0), scores) == [(("b", 3), -600.0), (("c", 1), 12.5)]
+    assert known_floor((-500.0, 0.0), scores) is None
+    assert known_floor((-500.0, 0.0), {("a", 1): 0.0, ("a", 2): -500.0}) == -500.0  # the ends are inside
+    assert known_floor(None, {("a", 1): -90.0}) is None and outside_range(None, {("a", 1): 1e9}) == []
 
 
 def test_a_winner_whose_test_seeds_all_scored_the_same_is_reported_with_an_interval_to_its_tuning_value():

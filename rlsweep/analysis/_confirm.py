@@ -27,6 +27,7 @@ import numpy as np
 
 from rlsweep import store
 from rlsweep.errors import SweepError, UsageError, shorten
+from rlsweep.holdout import known_floor
 from rlsweep.seeds import SEED_PATH, held_out_seeds, interquartile_mean
 
 #: What a confirmation run is scored by: its final greedy evaluation, at the budget.
@@ -436,11 +437,11 @@ def scores_from(
             missing[candidate].append(f"seed {seed}: {trial.state} at {trial.env_steps} env steps")
         if trial.state in (store.ERROR, store.TERMINATED):
             failed.append((candidate, int(seed), len(missing[candidate]) - 1))
-    if score_range is not None and all(score_range[0] <= v <= score_range[1] for c in scores.values() for v in c.values()):
+    if (floor := known_floor(score_range, {(c, s): v for c, by_seed in scores.items() for s, v in by_seed.items()})) is not None:
         for candidate, seed, line in failed:
             if scores[candidate]:
-                scores[candidate][seed] = float(score_range[0])
-                missing[candidate][line] += f"; counted as the lowest score, {score_range[0]:g} (holdout.score_range)"
+                scores[candidate][seed] = floor
+                missing[candidate][line] += f"; counted as the lowest score, {floor:g} (holdout.score_range)"
     for candidate in plan.candidates:
         missing[candidate] += [f"seed {s}: never started" for s in plan.test_seeds if (candidate, s) not in seen]
     return scores, missing

@@ -277,3 +277,78 @@ def storage_is_full(folder: Path) -> bool:
         return found.f_bavail * found.f_frsize < FULL_BELOW_BYTES
     return False
 
+
+
+# --- The driver's freed memory --------------------------------------------------------------------------
+
+#: How often, at most, the sweep's driver hands the heap memory it has freed back to the system.
+RETURN_FREED_EVERY_S = 10.0
+
+
+def return_freed_memory() -> bool:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim(0)``); False where the C
+    library has no such call (not glibc) and nothing was done.
+
+    Why: each save of Tune's experiment state (every trial, as JSON) builds its text in pieces on the C heap,
+    and glibc keeps what was freed for later allocations instead of returning it. The state grows with the
+    trials, so the driver's resident memory grew by what the largest save took: about 64 kB per finished
+    trial of free heap kept, against about 40 kB per trial still in use (``benchmarks/scale.py --replay``).
+    A trim of that heap takes a millisecond or two."""
+    trim = _malloc_trim()
+    return bool(trim is not None and trim(0) >= 0)
+
+
+def _malloc_trim() -> Any:
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is False:
+        import ctypes
+        import ctypes.util
+
+        _MALLOC_TRIM = None
+        name = ctypes.util.find_library("c")
+        if name and sys.platform.startswith("linux"):
+            try:
+                function = ctypes.CDLL(name).malloc_trim
+            except (OSError, AttributeError):  # musl and other C libraries have none
+                function = None
+            if function is not None:
+                function.argtypes, function.restype = [ctypes.c_size_t], ctypes.c_int
+                _MALLOC_TRIM = function
+    return _MALLOC_TRIM
+
+
+_MALLOC_TRIM: Any = False
+
+
+def freed_memory_callback_class() -> type:
+    """A Tune callback that calls :func:`return_freed_memory` after a step of Tune's loop, at most every
+    ``every_s`` seconds (Tune saves its experiment state from the same loop, every 10 s or more). Kept as
+    this module's ``ReturnFreedMemory``, so Tune can pickle it with the sweep by reference."""
+    cls = globals().get("ReturnFreedMemory")
+    if cls is None:
+        import time
+
+        from ray.tune import Callback
+
+        class ReturnFreedMemory(Callback):
+            def __init__(self, every_s: float = RETURN_FREED_EVERY_S) -> None:
+                self.every_s, self.last = every_s, time.monotonic()
+
+            def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+                if time.monotonic() - self.last >= self.every_s:
+                    return_freed_memory()
+                    self.last = time.monotonic()
+
+            def on_experiment_end(self, trials: list, **info: Any) -> None:
+                return_freed_memory()
+
+        ReturnFreedMemory.__qualname__ = "ReturnFreedMemory"
+        cls = globals()["ReturnFreedMemory"] = ReturnFreedMemory
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # Unpickling a saved sweep (rlsweep resume) looks the callback's class up here before anything made it.
+    if name == "ReturnFreedMemory":
+        return freed_memory_callback_class()
+    raise AttributeError(name)

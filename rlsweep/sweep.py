@@ -66,12 +66,13 @@ def _progress_callbacks(
 def _logger_callbacks(spec: SweepSpec) -> list[Any]:
     """Tune's per-trial loggers: result.json (which rlsweep reads) and those ``report.tune_loggers`` asks for
     (Tune adds its CSV and TensorBoard loggers to every trial unless told not to: :func:`_tune_environment`); and
-    the callback that keeps Tune's driver from holding every finished trial's statistics."""
+    the callbacks that keep Tune's driver from holding every finished trial's statistics and the heap memory
+    its experiment-state saves freed."""
     from ray.tune.logger import CSVLoggerCallback, TBXLoggerCallback
 
     extra = {"csv": CSVLoggerCallback, "tensorboard": TBXLoggerCallback}
     loggers = [_compat.lean_json_logger_class()(), *(extra[name]() for name in spec.report.tune_loggers)]
-    return [*loggers, _compat.forget_finished_trials_class()(spec.metric.name)]
+    return [*loggers, _compat.forget_finished_trials_class()(spec.metric.name), runtime.freed_memory_callback_class()()]
 
 
 @contextlib.contextmanager

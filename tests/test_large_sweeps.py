@@ -1,4 +1,5 @@
-"""What validate says of a sweep of thousands of trials: which searchers keep up (benchmarks/suggest_latency.py)."""
+"""What validate says of a sweep of thousands of trials: which searchers keep up (benchmarks/suggest_latency.py);
+and what the driver of such a sweep gives back (benchmarks/scale.py --replay)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,45 @@ def test_status_of_hundreds_of_trials_shows_the_best_and_the_unfinished_and_says
     assert "best trial:  00007_00000" in out
     assert main(["status", str(root), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == count
+
+
+def _resident_mb() -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_the_sweeps_driver_hands_back_the_heap_memory_it_freed_and_a_resumed_sweep_finds_the_callback():
+    import subprocess
+    import sys
+
+    from rlsweep import runtime
+    from rlsweep import load_spec
+    from rlsweep.sweep import _logger_callbacks
+
+    if not sys.platform.startswith("linux") or runtime._malloc_trim() is None:
+        pytest.skip("the C library has no malloc_trim")
+    (callback,) = [c for c in _logger_callbacks(load_spec(copy.deepcopy(TINY_SPEC))) if type(c).__name__ == "ReturnFreedMemory"]
+    # As an experiment-state save leaves the heap: 64 MB built in pieces and freed, one piece still held above them.
+    pieces = [bytearray(64 * 1024) for _ in range(1024)]
+    held = pieces[-1]
+    del pieces
+    callback.every_s, callback.last = 3600.0, float("-inf")
+    callback.on_step_end(iteration=1, trials=[])  # due: the first step after the period
+    callback.on_step_end(iteration=2, trials=[])  # not due again for an hour
+    before = _resident_mb()
+    pieces = [bytearray(64 * 1024) for _ in range(1024)]
+    held = pieces[-1]
+    del pieces
+    kept = _resident_mb()
+    callback.on_step_end(iteration=3, trials=[])
+    assert _resident_mb() > kept - 16, "handed back before its period was up"
+    callback.last = float("-inf")
+    callback.on_step_end(iteration=4, trials=[])
+    assert kept - before > 48 and _resident_mb() < kept - 48, (before, kept, _resident_mb())
+    assert len(held) == 64 * 1024
+    # rlsweep resume unpickles the sweep's callbacks in a process that has not made the class yet.
+    done = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
+                          input=__import__("pickle").dumps(callback), capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]

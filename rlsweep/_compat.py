@@ -12,7 +12,7 @@ import contextlib
 import functools
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -453,18 +453,34 @@ def observe_exploits(on_exploit: Callable[[Any, Any, dict], None]) -> type:
 # --- Tune's driver: what it keeps of finished trials ---------------------------------------------------
 
 
-def forget_finished_trial(trial: Any, keep: set[str]) -> None:
-    """Drop the per-key running statistics Tune keeps of a finished trial, except of the ``keep`` metrics.
-    Ray 2.60: ``Trial.run_metadata`` (``metric_analysis``, ``metric_n_steps``, and ``_cached_json``, the
-    whole state serialized again). Why: the driver kept about 0.3 MB per finished trial, linearly (ray-project
-    /ray#64231; measured 473 -> 740 MB over 1,000 trials), and wrote all of it into every experiment-state
-    snapshot (49 MB at 1,000 trials). rlsweep reads results from the trials' files, never from these."""
+def forget_finished_trial(trial: Any, keep: set[str], drop_prefix: str | None = None) -> None:
+    """Drop the per-key running statistics Tune keeps of a finished trial, except of the ``keep`` metrics;
+    with ``drop_prefix``, also the keys starting with it (except ``keep``'s) from the trial's last result and
+    from the results of the checkpoints Tune keeps for it.
+    Ray 2.60: ``Trial.run_metadata`` (``metric_analysis``, ``metric_n_steps``, ``last_result``,
+    ``checkpoint_manager`` with its ``_checkpoint_results`` and ``_latest_checkpoint_result``, each a
+    ``_TrainingResult`` whose ``metrics`` is the reported row; and ``_cached_json``, the whole state serialized
+    again). Why: the driver kept about 0.3 MB per finished trial, linearly (ray-project/ray#64231; measured
+    473 -> 740 MB over 1,000 trials), and wrote all of it into every experiment-state snapshot (49 MB at 1,000
+    trials); the rows, RLlib's diagnostics among them, are each trial's result.json, which rlsweep reads, and
+    never these copies. Tune ranks a trial's checkpoints by the metric, which ``keep`` holds."""
     metadata = getattr(trial, "run_metadata", None)
     if metadata is None:
         return
     for statistics in (metadata.metric_analysis, metadata.metric_n_steps):
         for key in [k for k in statistics if k not in keep]:
             del statistics[key]
+    if drop_prefix:
+        def trimmed(row: Any) -> Any:
+            if not isinstance(row, dict):
+                return row
+            return {k: v for k, v in row.items() if not (isinstance(k, str) and k.startswith(drop_prefix)) or k in keep}
+
+        metadata.last_result = trimmed(metadata.last_result)
+        manager = getattr(metadata, "checkpoint_manager", None)
+        results = [*getattr(manager, "_checkpoint_results", ()), getattr(manager, "_latest_checkpoint_result", None)]
+        for result in {id(r): r for r in results if r is not None}.values():
+            result.metrics = trimmed(result.metrics)
     metadata.invalidate_cache()
 
 
@@ -500,21 +516,27 @@ def lean_json_logger_class() -> type:
 
 def forget_finished_trials_class() -> type:
     """A Tune callback that applies :func:`forget_finished_trial` to each trial as it finishes or fails,
-    keeping the statistics of the metric it is given. Kept as this module's ``ForgetFinishedTrials``, so
+    keeping the statistics of the metric it is given, and the ``keep`` keys of its rows where it drops those
+    starting with ``drop_prefix``. Kept as this module's ``ForgetFinishedTrials``, so
     Tune can pickle it with the sweep by reference."""
     cls = globals().get("ForgetFinishedTrials")
     if cls is None:
         from ray.tune import Callback
 
         class ForgetFinishedTrials(Callback):
-            def __init__(self, metric: str) -> None:
-                self.metric = metric
+            def __init__(self, metric: str, keep: Collection[str] = (), drop_prefix: str | None = None) -> None:
+                self.metric, self.keep, self.drop_prefix = metric, frozenset(keep), drop_prefix
+
+            def _forget(self, trial: Any) -> None:
+                # A callback pickled before keep and drop_prefix were added (a resumed older sweep) has neither.
+                keep = {self.metric, *getattr(self, "keep", ())}
+                forget_finished_trial(trial, keep=keep, drop_prefix=getattr(self, "drop_prefix", None))
 
             def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-                forget_finished_trial(trial, keep={self.metric})
+                self._forget(trial)
 
             def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-                forget_finished_trial(trial, keep={self.metric})
+                self._forget(trial)
 
         ForgetFinishedTrials.__qualname__ = "ForgetFinishedTrials"
         cls = globals()["ForgetFinishedTrials"] = ForgetFinishedTrials

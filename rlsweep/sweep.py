@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from rlsweep import _compat, progress, runtime, store, tracing
+from rlsweep import _compat, metrics, progress, runtime, store, tracing
 from rlsweep._dotted import flatten
 from rlsweep.metrics import DIVERGED
 from rlsweep.errors import Problem, SpecError, SweepError, UsageError
@@ -72,7 +72,10 @@ def _logger_callbacks(spec: SweepSpec) -> list[Any]:
 
     extra = {"csv": CSVLoggerCallback, "tensorboard": TBXLoggerCallback}
     loggers = [_compat.lean_json_logger_class()(), *(extra[name]() for name in spec.report.tune_loggers)]
-    return [*loggers, _compat.forget_finished_trials_class()(spec.metric.name), runtime.freed_memory_callback_class()()]
+    # A finished trial's rows stay in its result.json; Tune's driver keeps of them only what is not RLlib's
+    # diagnostics, and those the spec optimizes or stops on.
+    forget = _compat.forget_finished_trials_class()(spec.metric.name, keep=set(spec.stop), drop_prefix=metrics.RLLIB_PREFIX)
+    return [*loggers, forget, runtime.freed_memory_callback_class()()]
 
 
 @contextlib.contextmanager

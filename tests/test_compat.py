@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from pathlib import Path
 from typing import Any
 
 
@@ -26,6 +27,45 @@ def test_a_finished_trial_keeps_only_the_metrics_statistics():
     assert set(metadata.metric_analysis) == set(metadata.metric_n_steps) == {"return_mean"}
     assert metadata.metric_analysis["return_mean"]["max"] == 3.0
     assert len(metadata.get_json_state()) < before / 2  # the cached state was rebuilt without them
+
+
+def test_a_finished_trial_keeps_its_rows_without_rllibs_diagnostics_but_those_the_spec_names(tmp_path):
+    from ray.train import CheckpointConfig
+    from ray.train._internal.checkpoint_manager import _CheckpointManager
+    from ray.train._internal.session import _TrainingResult
+    from ray.tune import Checkpoint
+    from ray.tune.trainable.metadata import _TrainingRunMetadata
+
+    from rlsweep import _compat
+
+    def row(step: int) -> dict[str, Any]:
+        return {"return_mean": float(step), "env_steps": 100 * step, "training_iteration": step, "hp/training.lr": 0.1,
+                "rllib/learners/default_policy/entropy": 0.5, "rllib/timers/training_step": 0.01, "rllib/env_runners/x": 1.0}
+
+    metadata = _TrainingRunMetadata()
+    metadata.checkpoint_manager = _CheckpointManager(CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="return_mean"))
+    for step in range(1, 4):
+        metadata.last_result = row(step)
+        (tmp_path / f"checkpoint_{step}").mkdir()
+        metadata.checkpoint_manager.register_checkpoint(_TrainingResult(Checkpoint(str(tmp_path / f"checkpoint_{step}")), row(step)))
+    before = len(metadata.get_json_state())
+
+    class Finished:
+        run_metadata = metadata
+
+    callback = _compat.forget_finished_trials_class()("return_mean", keep={"rllib/env_runners/x"}, drop_prefix="rllib/")
+    callback.on_trial_complete(iteration=3, trials=[], trial=Finished())
+    kept = {"return_mean", "env_steps", "training_iteration", "hp/training.lr", "rllib/env_runners/x"}
+    manager = metadata.checkpoint_manager
+    assert set(metadata.last_result) == kept and metadata.last_result["env_steps"] == 300
+    assert [set(r.metrics) for r in manager.best_checkpoint_results] == [kept, kept]
+    assert manager.latest_checkpoint_result.metrics["return_mean"] == 3.0
+    assert [Path(r.checkpoint.path).name for r in manager.best_checkpoint_results] == ["checkpoint_2", "checkpoint_3"]
+    assert len(metadata.get_json_state()) < before - 300  # the cached state was rebuilt without them
+    # One pickled before keep and drop_prefix existed (a resumed older sweep) still forgets the statistics.
+    older = _compat.forget_finished_trials_class()("return_mean")
+    del older.keep, older.drop_prefix
+    older.on_trial_error(iteration=3, trials=[], trial=Finished())
 
 
 def test_the_lean_json_logger_forgets_a_trial_once_it_ended_and_pickles_by_reference(tmp_path):

@@ -47,6 +47,23 @@ def test_every_trial_ran_and_reported_normalized_metrics(swept):
         assert steps == sorted(steps) and steps[0] == 1000
 
 
+def test_tunes_saved_state_keeps_a_finished_trials_rows_without_rllibs_diagnostics(swept):
+    # Tune's driver keeps every finished trial's last row and its kept checkpoints' rows, and saves them all
+    # again in each experiment-state save; RLlib's diagnostics stay in result.json (above), not there.
+    import json
+
+    from rlsweep import store
+
+    spec, result = swept
+    (state,) = sorted(result.path.glob(store.STATE_GLOB))
+    trials = json.loads(state.read_text())["trial_data"]
+    assert len(trials) == spec.budget.trials
+    for _, run_metadata in trials:
+        last = json.loads(run_metadata)["last_result"]
+        assert last["env_steps"] > 0 and spec.metric.name in last and "hp/training.lr" in last
+        assert not [k for k in last if k.startswith("rllib/")], sorted(last)
+
+
 def test_sample_shows_the_configs_the_sweep_tried(swept):
     spec, result = swept
     tried = sorted((t.config["training.lr"], repr(t.config["rl_module.model_config.fcnet_hiddens"])) for t in load(result.path).trials)

@@ -182,12 +182,16 @@ class SweepState:
         scores: dict[str, list[float]] = {}
         ended = [(entrant, trial) for trial_id, trial in self.by_trial.items()
                  if (entrant := self.entrant_of.get(trial_id)) is not None and trial.state != "running"]
+        import math
+
         from rlsweep.holdout import known_floor
 
-        finished = [trial.value for _, trial in ended if trial.state == "finished" and trial.value is not None]
-        floor = known_floor(self.score_range, dict(enumerate(finished)))
+        def scored(trial: Any) -> bool:  # an infinite value is a failed run, as the stage counts it
+            return trial.state == "finished" and trial.value is not None and math.isfinite(trial.value)
+
+        floor = known_floor(self.score_range, dict(enumerate(trial.value for _, trial in ended if scored(trial))))
         for entrant, trial in ended:
-            if trial.state == "finished" and trial.value is not None:
+            if scored(trial):
                 scores.setdefault(entrant, []).append(trial.value)
             elif floor is not None:
                 scores.setdefault(entrant, []).append(floor)

@@ -302,13 +302,11 @@ def _malloc_trim() -> Any:
     global _MALLOC_TRIM
     if _MALLOC_TRIM is False:
         import ctypes
-        import ctypes.util
 
         _MALLOC_TRIM = None
-        name = ctypes.util.find_library("c")
-        if name and sys.platform.startswith("linux"):
+        if sys.platform.startswith("linux"):
             try:
-                function = ctypes.CDLL(name).malloc_trim
+                function = ctypes.CDLL(None).malloc_trim  # the C library this process runs on
             except (OSError, AttributeError):  # musl and other C libraries have none
                 function = None
             if function is not None:
@@ -334,8 +332,13 @@ def freed_memory_callback_class() -> type:
             def __init__(self, every_s: float = RETURN_FREED_EVERY_S) -> None:
                 self.every_s, self.last = every_s, time.monotonic()
 
+            def setup(self, **info: Any) -> None:
+                # Tune pickles its callbacks with the sweep; a resumed one (after a reboot, on another host)
+                # brings another clock's reading.
+                self.last = time.monotonic()
+
             def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
-                if time.monotonic() - self.last >= self.every_s:
+                if not 0 <= time.monotonic() - self.last < self.every_s:
                     return_freed_memory()
                     self.last = time.monotonic()
 

@@ -124,6 +124,14 @@ def test_the_sweeps_driver_hands_back_the_heap_memory_it_freed_and_a_resumed_swe
     callback.last = float("-inf")
     callback.on_step_end(iteration=4, trials=[])
     assert kept - before > 48 and _resident_mb() < kept - 48, (before, kept, _resident_mb())
+    # A resumed sweep's callback, pickled on a machine whose clock read more (it had been up longer).
+    pieces = [bytearray(64 * 1024) for _ in range(1024)]
+    held = pieces[-1]
+    del pieces
+    kept = _resident_mb()
+    callback.last = 1e12
+    callback.on_step_end(iteration=5, trials=[])
+    assert _resident_mb() < kept - 48, "a clock reading from another boot stopped it"
     assert len(held) == 64 * 1024
     # rlsweep resume unpickles the sweep's callbacks in a process that has not made the class yet.
     done = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],

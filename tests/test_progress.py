@@ -80,6 +80,9 @@ def test_the_held_out_view_counts_a_failed_run_at_a_known_floor_as_the_stages_an
     assert sorted(view((-500.0, 0.0))) == [-500.0, -120.0, -100.0, -90.0]
     # A range a finished run broke does not hold for this task: left out again.
     assert sorted(view((-500.0, -95.0))) == [-120.0, -100.0, -90.0]
+    # An infinite value is a failed run, as the stage counts it: at the floor, and it does not break the range.
+    assert sorted(view((-500.0, 0.0), last=float("-inf"))) == [-500.0, -500.0, -120.0, -100.0]
+    assert sorted(view(None, last=float("inf"))) == [-120.0, -100.0]
 
 
 def test_plain_lines_come_at_most_once_per_interval_and_once_more_at_the_end():

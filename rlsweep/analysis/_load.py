@@ -77,6 +77,12 @@ class Sweep:
         Mind Tune's trap: with a checkpoint score attribute set (rlsweep sets the spec's metric),
         ``get_last_checkpoint`` returns the newest of the *kept* checkpoints, which pruning may have made a
         best one rather than the latest. ``get_best_checkpoint`` and :meth:`best` agree (tested).
+
+        Of a finished trial, Tune's saved state keeps the last row and the kept checkpoints' rows without
+        RLlib's diagnostics (``rllib/...``) other than the spec's metric and stop keys, so that the driver of
+        a large sweep does not hold and save them again for every trial: ``results``, ``best_result`` and
+        ``get_best_checkpoint(metric="rllib/...")`` see only those; ``dataframe()``, ``trial_dataframes``
+        and :meth:`table` read every row from the trials' ``result.json``.
         """
         from ray.tune import ExperimentAnalysis
 

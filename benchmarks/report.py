@@ -721,11 +721,13 @@ SECTIONS: tuple[Section, ...] = (
         code_paths=("rlsweep/holdout.py", "rlsweep/api.py", "rlsweep/sweep.py", "rlsweep/seeds.py",
                     "rlsweep/trainables/", "rlsweep/analysis/_confirm.py"),
         command=f"`{PYTHON} benchmarks/seed_robustness.py --task cartpole --sweep-seeds 0 1 2 3 4 --sides per1 holdout`, "
-                "and the same with `--task acrobot`; `--sides per3 lcb` measures the other two, and `--pool FILE ...` "
+                "and the same with `--task acrobot`; `--sides per3 lcb` measures the other two, `--sides zoo` "
+                "rl-baselines3-zoo's (in its own venv, made once by `benchmarks/_zoo.py`), and `--pool FILE ...` "
                 "joins results files into one",
         # the runs' sweep_s + confirm_s: about 8.5 min a sweep seed on CartPole for per1 and holdout, 20 on Acrobot;
-        # per3 and lcb about 12 min each a sweep seed on CartPole
-        duration="about 45 min for CartPole and 100 min for Acrobot (per3 and lcb: about 1 h more each on CartPole)",
+        # per3 and lcb about 12 min each a sweep seed on CartPole; zoo 3-21 min a sweep seed on CartPole, 14-20 on Acrobot
+        duration="about 45 min for CartPole and 100 min for Acrobot (per3 and lcb: about 1 h more each on CartPole; "
+                 "zoo: about 45 min on CartPole, 90 min on Acrobot)",
         render=render_seed_robustness,
         refresh=(_fixed(PYTHON, "benchmarks/seed_robustness.py", "--task", "cartpole", "--sweep-seeds", "0", "1", "2", "3", "4",
                         "--sides", "per1", "holdout"),

@@ -11,6 +11,7 @@ acts on a trial's progress); ``none``. In every mode a failed trial prints where
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import threading
 import time
@@ -182,8 +183,6 @@ class SweepState:
         scores: dict[str, list[float]] = {}
         ended = [(entrant, trial) for trial_id, trial in self.by_trial.items()
                  if (entrant := self.entrant_of.get(trial_id)) is not None and trial.state != "running"]
-        import math
-
         from rlsweep.holdout import known_floor
 
         def scored(trial: Any) -> bool:  # an infinite value is a failed run, as the stage counts it

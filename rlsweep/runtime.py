@@ -278,7 +278,6 @@ def storage_is_full(folder: Path) -> bool:
     return False
 
 
-
 # --- The driver's freed memory --------------------------------------------------------------------------
 
 #: How often, at most, the sweep's driver hands the heap memory it has freed back to the system.

@@ -14,6 +14,13 @@ budget), so the same env steps:
   95% interval. (At the default share of 0.3 a sweep takes the stage from 20 trials; 14 + 6 keeps the
   sides' runs equal.)
 
+- ``holdout_entry`` and ``per1_entry``: ``holdout`` and ``per1`` over rl-baselines3-zoo's entry for the task
+  instead of the task's fixed settings: the entry (``ZOO_ENTRIES``, as rl-zoo3 2.9.2's ``ppo.yml`` has it)
+  converted by rlsweep's own ``convert --from zoo``, so observation normalization, its envs and batch, its
+  GAE lambda and SB3's initialization and clipping, with the same space searched over it (the space's keys
+  replace the entry's). They ask whether the base the space is searched over, not the search, decides a
+  side's score.
+
 - ``zoo``: rl-baselines3-zoo's own search, as its README runs it (``python -m rl_zoo3.train --algo ppo --env
   ... -optimize --n-trials 20 --n-jobs 2 --sampler tpe --pruner median``, its own space, in its own venv:
   ``benchmarks/_zoo.py``), 20 trials of the same env steps, each evaluated once at the end on 10 episodes
@@ -85,6 +92,15 @@ TASKS: dict[str, dict[str, Any]] = {
     "pendulum": {"algorithm": "SAC", "env": "Pendulum-v1", "env_steps": 10_000, "range": [-1600.0, 0.0],
                  "config": None, "space": None},  # from examples/zoo_sac_space.yaml
 }
+#: rl-zoo3's ``hyperparams/ppo.yml`` entries (rl-zoo3 2.9.2) the ``*_entry`` sides search over, converted by
+#: ``rlsweep convert --from zoo``.
+ZOO_ENTRIES: dict[str, dict[str, Any]] = {
+    "acrobot": {"Acrobot-v1": {"normalize": True, "n_envs": 16, "n_timesteps": 1e6, "policy": "MlpPolicy", "n_steps": 256,
+                               "gae_lambda": 0.94, "gamma": 0.99, "n_epochs": 4, "ent_coef": 0.0}},
+    "cartpole": {"CartPole-v1": {"n_envs": 8, "n_timesteps": 1e5, "policy": "MlpPolicy", "n_steps": 32, "batch_size": 256,
+                                 "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0,
+                                 "learning_rate": "lin_0.001", "clip_range": "lin_0.2"}},
+}
 #: Each side's trials and seeds per trial: 20 runs each (per3: 21), the held-out side's 14 with its stage's 6.
 SIDES: dict[str, dict[str, Any]] = {
     "per1": {"per_trial": 1, "trials": 20, "holdout": None},
@@ -92,6 +108,8 @@ SIDES: dict[str, dict[str, Any]] = {
     "lcb": {"per_trial": 3, "trials": 7, "holdout": None, "aggregate": "lcb"},
     "holdout": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}},
     "zoo": {"per_trial": 1, "trials": 20, "holdout": None},
+    "per1_entry": {"per_trial": 1, "trials": 20, "holdout": None, "base": "zoo entry"},
+    "holdout_entry": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}, "base": "zoo entry"},
 }
 #: rl-zoo3's algorithm and env id for each task (the zoo side).
 ZOO_TASKS = {"acrobot": ("ppo", "Acrobot-v1"), "cartpole": ("ppo", "CartPole-v1"), "pendulum": ("sac", "Pendulum-v1")}
@@ -135,12 +153,27 @@ print(json.dumps({"value": best.value, "number": best.number, "params": best.par
 TEST_SEEDS, EPISODES = 10, 10
 
 
+def _entry_base(task: str, space: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bool] | None]:
+    """The task's rl-zoo3 entry as rlsweep's converter maps it: its fixed settings less the keys the space
+    searches, and its normalization."""
+    from rlsweep._zoo import convert_zoo
+
+    if task not in ZOO_ENTRIES:
+        raise SystemExit(f"the *_entry sides need an rl-zoo3 entry for {task}; there are {sorted(ZOO_ENTRIES)}")
+    converted, _ = convert_zoo(ZOO_ENTRIES[task], TASKS[task]["env"], algorithm=TASKS[task]["algorithm"], source="ZOO_ENTRIES")
+    config = {k: v for k, v in converted["config"].items() if k not in space}
+    return config, converted.get("normalize")
+
+
 def document(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
     setup, chosen = TASKS[task], SIDES[side]
     config, space = setup["config"], setup["space"]
+    normalize = None
     if space is None:
         zoo = _zoo_sac()
         config, space = zoo.get("config", {}), zoo["search_space"]
+    if chosen.get("base") == "zoo entry":
+        config, normalize = _entry_base(task, space)
     return {
         "name": f"{task}-{side}-s{sweep_seed}",
         "algorithm": setup["algorithm"],
@@ -154,6 +187,7 @@ def document(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, 
         "evaluation": {"episodes": EPISODES},
         "metric": {"name": "eval_return_mean", "mode": "max"},
         "holdout": chosen["holdout"],
+        **({"normalize": normalize} if normalize else {}),
         "storage": str(storage),
         "mlflow": None,
     }
@@ -350,7 +384,8 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
 
 #: The paired comparisons of test IQM every results file holds (where both sides ran), ``a_minus_b``.
 PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb"),
-         ("holdout", "zoo"), ("per1", "zoo")]
+         ("holdout", "zoo"), ("per1", "zoo"), ("holdout_entry", "zoo"), ("holdout_entry", "holdout"),
+         ("per1_entry", "per1"), ("per1_entry", "zoo")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -391,7 +426,7 @@ def main() -> None:
     parser.add_argument("--pool", type=Path, nargs="+", help="summarize these results files' runs together instead of running")
     parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
     parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(set(SIDES) - {"zoo"}),
+    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(set(SIDES) - {"zoo", "per1_entry", "holdout_entry"}),
                         help="zoo needs rl-zoo3's venv, made once (benchmarks/_zoo.py)")
     args = parser.parse_args()
     if args.pool:

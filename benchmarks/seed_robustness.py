@@ -19,7 +19,9 @@ budget), so the same env steps:
   converted by rlsweep's own ``convert --from zoo``, so observation normalization, its envs and batch, its
   GAE lambda and SB3's initialization and clipping, with the same space searched over it (the space's keys
   replace the entry's). They ask whether the base the space is searched over, not the search, decides a
-  side's score.
+  side's score. ``holdout_entry_batch`` also searches the env steps per update
+  (``train_batch_size_per_learner``: 512 to 4,096, rl-zoo3's ``n_steps`` 32 to 256 over the entry's 16 envs),
+  which rl-zoo3's space searches and the task's space fixes.
 
 - ``zoo``: rl-baselines3-zoo's own search, as its README runs it (``python -m rl_zoo3.train --algo ppo --env
   ... -optimize --n-trials 20 --n-jobs 2 --sampler tpe --pruner median``, its own space, in its own venv:
@@ -110,6 +112,8 @@ SIDES: dict[str, dict[str, Any]] = {
     "zoo": {"per_trial": 1, "trials": 20, "holdout": None},
     "per1_entry": {"per_trial": 1, "trials": 20, "holdout": None, "base": "zoo entry"},
     "holdout_entry": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}, "base": "zoo entry"},
+    "holdout_entry_batch": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}, "base": "zoo entry",
+                            "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
 }
 #: rl-zoo3's algorithm and env id for each task (the zoo side).
 ZOO_TASKS = {"acrobot": ("ppo", "Acrobot-v1"), "cartpole": ("ppo", "CartPole-v1"), "pendulum": ("sac", "Pendulum-v1")}
@@ -172,6 +176,7 @@ def document(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, 
     if space is None:
         zoo = _zoo_sac()
         config, space = zoo.get("config", {}), zoo["search_space"]
+    space = {**space, **chosen.get("space", {})}
     if chosen.get("base") == "zoo entry":
         config, normalize = _entry_base(task, space)
     return {
@@ -385,7 +390,8 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
 #: The paired comparisons of test IQM every results file holds (where both sides ran), ``a_minus_b``.
 PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb"),
          ("holdout", "zoo"), ("per1", "zoo"), ("holdout_entry", "zoo"), ("holdout_entry", "holdout"),
-         ("per1_entry", "per1"), ("per1_entry", "zoo")]
+         ("per1_entry", "per1"), ("per1_entry", "zoo"),
+         ("holdout_entry_batch", "zoo"), ("holdout_entry_batch", "holdout_entry")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -426,7 +432,7 @@ def main() -> None:
     parser.add_argument("--pool", type=Path, nargs="+", help="summarize these results files' runs together instead of running")
     parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
     parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(set(SIDES) - {"zoo", "per1_entry", "holdout_entry"}),
+    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(set(SIDES) - {"zoo", "per1_entry", "holdout_entry", "holdout_entry_batch"}),
                         help="zoo needs rl-zoo3's venv, made once (benchmarks/_zoo.py)")
     args = parser.parse_args()
     if args.pool:

@@ -410,7 +410,8 @@ class Sweep:
         Raises:
             UsageError: nothing to confirm, ``top`` beyond the finished trials, a named trial that errored, a
                 test seed a trial trained with, or a confirmation of other settings already in the directory.
-            SweepError: no configuration finished on two test seeds (the errors are listed; rerun to retry).
+            SweepError: the retraining stopped (Ctrl-C) before every run ended, or no configuration finished on
+                two test seeds (the errors are listed); nothing is stored, and the same call continues the runs.
         """
         if retrain is None:
             # The one arrow from the analysis to the sweep stage, taken at call time (tests/test_structure.py).
@@ -428,7 +429,16 @@ class Sweep:
         path, _ = retrain(self.path, document, plan.to_dict(), address=address, verbose=verbose)
         budget = int(document["budget"]["env_steps"])
         bounds = self.spec.holdout.score_range if self.spec.holdout is not None else None
-        scores, missing = scores_from(store.read_trials(path, budget_env_steps=budget), plan, budget, bounds)
+        runs = store.read_trials(path, budget_env_steps=budget)
+        if unfinished := _unfinished_runs(runs, plan):
+            # Stopped (Ctrl-C, SIGTERM) before every run ended: an answer from the seeds that did would be read
+            # later as the confirmation; the runs stay, and the same command continues them.
+            raise SweepError(
+                f"the confirmation stopped before {len(unfinished)} of its {len(plan.candidates) * len(plan.test_seeds)} "
+                f"run(s) ended ({', '.join(f'{c} on seed {s}' for c, s in unfinished[:3])}"
+                f"{f', and {len(unfinished) - 3} more' if len(unfinished) > 3 else ''}); nothing was stored. Its runs are "
+                f"kept in {path}: rerun the same command to continue them")
+        scores, missing = scores_from(runs, plan, budget, bounds)
         result = summarize(plan, scores, missing=missing)
         if result["winner"] is None:
             lines = "; ".join(f"{c}: {', '.join(m)}" for c, m in missing.items() if m)
@@ -491,6 +501,14 @@ class Sweep:
         from rlsweep.analysis._mlflow import export
 
         return export(self, tracking_uri=tracking_uri, experiment=experiment)
+
+
+def _unfinished_runs(runs: Sequence[Trial], plan: ConfirmationPlan) -> list[tuple[str, int]]:
+    """The planned (configuration, test seed) runs that neither finished nor failed: still running, paused or
+    never started, as a confirmation stopped early leaves them."""
+    ended = {(t.config.get(store.CANDIDATE_KEY), t.config.get(store.TEST_SEED_KEY)) for t in runs
+             if t.state in (store.ERROR, store.TERMINATED)}
+    return [(c, s) for c in plan.candidates for s in plan.test_seeds if (c, s) not in ended]
 
 
 def confirm_command(path: Path, plan: ConfirmationPlan, *, top: int | None) -> str:

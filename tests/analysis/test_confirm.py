@@ -18,7 +18,7 @@ from rlsweep.analysis._confirm import (
     summarize,
 )
 from rlsweep.cli import main
-from rlsweep.errors import UsageError
+from rlsweep.errors import SweepError, UsageError
 from rlsweep.seeds import interquartile_mean
 from tests.experiments import new_experiment, write_trial
 
@@ -374,3 +374,25 @@ def test_confirm_counts_a_failed_run_at_the_specs_score_range_floor(tmp_path):
     assert row["per_seed"] == {"1000": 0.0, "1001": 101.0, "1002": 102.0} and "counted as the lowest score, 0" in row["missing"][0]
     (row,) = unknown["configurations"]
     assert row["per_seed"] == {"1001": 101.0, "1002": 102.0} and "counted" not in row["missing"][0]
+
+
+def test_a_confirmation_stopped_before_its_runs_ended_stores_nothing_and_says_how_to_continue(swept):
+    """Ctrl-C during `rlsweep confirm`: an answer from the seeds that finished must not be stored as the
+    confirmation (``best(rule="confirmed")`` would read it); the runs are kept and the same command continues."""
+    from rlsweep.analysis._confirm import CONFIRM_METRIC
+
+    def retrain(root, document, plan, **_):
+        folder = new_experiment(root / "confirm-runs", document)
+        for index, seed in enumerate(plan["test_seeds"][:3]):  # the fourth seed never started
+            trial = folder / f"train_run{index}_0000{index}_x"
+            trial.mkdir()
+            (trial / store.PARAMS_FILE).write_text(json.dumps({store.CANDIDATE_KEY: "aaaaa_00000", store.TEST_SEED_KEY: seed}))
+            steps = (1, 2) if index < 2 else (1,)  # the third stopped halfway
+            rows = [{"trial_id": f"run{index}", "env_steps": 2000 * i, CONFIRM_METRIC: 100.0 + index, "timestamp": i} for i in steps]
+            (trial / store.RESULT_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return folder, 0
+
+    with pytest.raises(SweepError, match=r"stopped before 2 of its 4 run\(s\) ended \(aaaaa_00000 on seed 1002, "
+                                         r"aaaaa_00000 on seed 1003\); nothing was stored.*rerun the same command"):
+        load(swept).confirm(1, 4, retrain=retrain)
+    assert load(swept).confirmation() is None

@@ -52,6 +52,10 @@ Needs Ray for the whole run: on a shared machine wrap it in ``flock /tmp/rlsweep
 check below takes about 2 min. With ``checkpoint.keep: 1`` and one checkpoint a trial, Tune saves its whole
 experiment state at every trial's checkpoint, so the time per trial grows with the trials started: 1,000 took
 4.5 min (10,000 would take hours); with ``--checkpoint-keep 2`` it saves every 10 s or more, and 1,000 took 1 min.
+``--driver-memory rows`` (no hand-back of freed heap) and ``none`` (nor the trim of finished trials' rows), and
+``--trim-every-s``, replay the same sweep without the driver's memory callbacks, for an A/B of what each saves
+and costs; run the sides back to back on a quiet machine (``--trials 3000`` takes 4-5 min a side), as this
+machine's speed drifts by a fifth between sittings.
 
     .venv/bin/python benchmarks/scale.py --replay --trials 200 --rss-from 50 --window 50 --sample-s 1   # a check
     .venv/bin/python benchmarks/scale.py --replay --trials 10000 [--replay-from DIR] [--replay-concurrent 8]
@@ -417,6 +421,30 @@ def windows(samples: list[dict[str, float]], saves: list[dict[str, float]], size
     return out
 
 
+def driver_memory_callbacks(real: Any, which: str, trim_every_s: float | None) -> Any:
+    """``rlsweep.sweep._logger_callbacks`` for an A/B of the driver's memory callbacks: ``rlsweep`` as the
+    sweep has them; ``rows`` without handing freed heap back (``ReturnFreedMemory``); ``none`` without that
+    and with finished trials' rows kept whole but for their metric's statistics (before the trim of
+    ``rllib/`` diagnostics). ``trim_every_s``: hand freed heap back at most this often instead."""
+    from rlsweep import _compat, runtime
+
+    def callbacks(spec: Any) -> list[Any]:
+        kept = []
+        for callback in real(spec):
+            name = type(callback).__name__
+            if name == "ReturnFreedMemory":
+                if which != "rlsweep":
+                    continue
+                if trim_every_s is not None:
+                    callback = runtime.freed_memory_callback_class()(trim_every_s)
+            elif name == "ForgetFinishedTrials" and which == "none":
+                callback = _compat.forget_finished_trials_class()(spec.metric.name)
+            kept.append(callback)
+        return kept
+
+    return callbacks if which != "rlsweep" or trim_every_s is not None else real
+
+
 def replay_document(template_root: Path, args: argparse.Namespace, storage: Path) -> dict[str, Any]:
     """The template sweep's own spec, as it ran, for ``--trials`` replayed trials: its budget of env steps,
     metric, checkpoint and report settings; FIFO, the searcher asked for, no held-out stage, no MLflow."""
@@ -477,6 +505,8 @@ def replay(args: argparse.Namespace) -> None:
             raise SystemExit(f"{storage} is not empty: --keep a fresh folder")
         spec = rlsweep.load_spec(replay_document(template_root, args, storage))
         sweep_module._trainable = replayed_trainable(templates, args.replay_cpus)
+        sweep_module._logger_callbacks = driver_memory_callbacks(sweep_module._logger_callbacks, args.driver_memory,
+                                                                 args.trim_every_s)
         sampler = Sampler(storage, args.sample_s, measure_dir=False)
         saves = StateSaves(sampler.start_time)
         saves.install()
@@ -622,6 +652,10 @@ def main() -> None:
     replayed.add_argument("--checkpoint-keep", type=int, help="checkpoint.keep (default: the template sweep's; Tune forces "
                           "an experiment-state save every keep checkpoints of a trial)")
     replayed.add_argument("--no-status", action="store_true", help="skip timing `rlsweep status`")
+    replayed.add_argument("--driver-memory", choices=("rlsweep", "rows", "none"), default="rlsweep",
+                          help="an A/B of the driver's memory callbacks (rows: no heap hand-back; none: neither it nor "
+                               "the trim of finished trials' rows)")
+    replayed.add_argument("--trim-every-s", type=float, help="hand freed heap back at most this often (default: rlsweep's)")
     replayed.add_argument("--out", help="write the results here (default: benchmarks/results/scale_replay-<date>.json)")
     args = parser.parse_args()
     if args.replay:

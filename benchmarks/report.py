@@ -374,7 +374,10 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                   "per3": "three seeds a trial (IQM)",
                   "lcb": "three seeds a trial (mean less one standard error)",
                   "holdout": "the held-out stage",
-                  "zoo": "rl-baselines3-zoo's search (its best trial), retrained by rl-zoo3"}
+                  "zoo": "rl-baselines3-zoo's search (its best trial), retrained by rl-zoo3",
+                  "per1_entry": "one seed a trial, over rl-baselines3-zoo's entry for the task",
+                  "holdout_entry": "the held-out stage, over rl-baselines3-zoo's entry for the task",
+                  "holdout_entry_batch": "the held-out stage, over rl-baselines3-zoo's entry, also searching the batch"}
     parts = []
     for loaded in current:
         data = loaded.data
@@ -400,7 +403,11 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                           ("lcb_minus_per1", "three seeds a trial (lower bound) against one"),
                           ("holdout_minus_lcb", "the held-out stage against three seeds a trial (lower bound)"),
                           ("holdout_minus_zoo", "the held-out stage against rl-baselines3-zoo's answer, each retrained by its own tool"),
-                          ("per1_minus_zoo", "the search's own answer against rl-baselines3-zoo's")):
+                          ("per1_minus_zoo", "the search's own answer against rl-baselines3-zoo's"),
+                          ("holdout_entry_minus_holdout", "the held-out stage over rl-baselines3-zoo's entry against over the task's settings"),
+                          ("holdout_entry_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry against rl-baselines3-zoo's answer"),
+                          ("holdout_entry_batch_minus_holdout_entry", "searching the batch too against not"),
+                          ("holdout_entry_batch_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer")):
             versus = data.get(key)
             if versus and versus.get("sweeps", 0) >= 2:
                 ci_low, ci_high = versus["ci95"]

@@ -431,13 +431,13 @@ class Sweep:
         bounds = self.spec.holdout.score_range if self.spec.holdout is not None else None
         runs = store.read_trials(path, budget_env_steps=budget)
         if unfinished := _unfinished_runs(runs, plan):
-            # Stopped (Ctrl-C, SIGTERM) before every run ended: an answer from the seeds that did would be read
-            # later as the confirmation; the runs stay, and the same command continues them.
+            # Stopped (Ctrl-C) before every run ended: an answer from the seeds that did would be read later as
+            # the confirmation; the runs stay, and the same command continues them.
             raise SweepError(
                 f"the confirmation stopped before {len(unfinished)} of its {len(plan.candidates) * len(plan.test_seeds)} "
                 f"run(s) ended ({', '.join(f'{c} on seed {s}' for c, s in unfinished[:3])}"
                 f"{f', and {len(unfinished) - 3} more' if len(unfinished) > 3 else ''}); nothing was stored. Its runs are "
-                f"kept in {path}: rerun the same command to continue them")
+                f"kept in {path}: `{confirm_command(self.path, plan, top=top if not trials else None)}` continues them")
         scores, missing = scores_from(runs, plan, budget, bounds)
         result = summarize(plan, scores, missing=missing)
         if result["winner"] is None:
@@ -504,11 +504,12 @@ class Sweep:
 
 
 def _unfinished_runs(runs: Sequence[Trial], plan: ConfirmationPlan) -> list[tuple[str, int]]:
-    """The planned (configuration, test seed) runs that neither finished nor failed: still running, paused or
-    never started, as a confirmation stopped early leaves them."""
-    ended = {(t.config.get(store.CANDIDATE_KEY), t.config.get(store.TEST_SEED_KEY)) for t in runs
-             if t.state in (store.ERROR, store.TERMINATED)}
-    return [(c, s) for c in plan.candidates for s in plan.test_seeds if (c, s) not in ended]
+    """The planned (configuration, test seed) runs a confirmation stopped early leaves: still running, pending or
+    paused, or never started. A run that ended (finished, failed, or whose files are damaged or gone) is not one:
+    rerunning would not change it, and :func:`scores_from` names what is missing of it."""
+    waiting = (store.RUNNING, store.PENDING, store.PAUSED)
+    seen = {(t.config.get(store.CANDIDATE_KEY), t.config.get(store.TEST_SEED_KEY)): t.state for t in runs}
+    return [(c, s) for c in plan.candidates for s in plan.test_seeds if seen.get((c, s), store.PENDING) in waiting]
 
 
 def confirm_command(path: Path, plan: ConfirmationPlan, *, top: int | None) -> str:

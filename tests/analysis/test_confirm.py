@@ -387,12 +387,14 @@ def test_a_confirmation_stopped_before_its_runs_ended_stores_nothing_and_says_ho
             trial = folder / f"train_run{index}_0000{index}_x"
             trial.mkdir()
             (trial / store.PARAMS_FILE).write_text(json.dumps({store.CANDIDATE_KEY: "aaaaa_00000", store.TEST_SEED_KEY: seed}))
-            steps = (1, 2) if index < 2 else (1,)  # the third stopped halfway
+            steps = (1, 2) if index == 0 else (1,)  # the second failed halfway, the third was stopped there
             rows = [{"trial_id": f"run{index}", "env_steps": 2000 * i, CONFIRM_METRIC: 100.0 + index, "timestamp": i} for i in steps]
+            if index == 1:
+                (trial / store.ERROR_FILE).write_text("Failure # 1\nboom")  # ended: a rerun would not change it
             (trial / store.RESULT_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
         return folder, 0
 
     with pytest.raises(SweepError, match=r"stopped before 2 of its 4 run\(s\) ended \(aaaaa_00000 on seed 1002, "
-                                         r"aaaaa_00000 on seed 1003\); nothing was stored.*rerun the same command"):
+                                         r"aaaaa_00000 on seed 1003\); nothing was stored.*`rlsweep confirm .* --top 1 --seeds 4 --rule .*` continues them"):
         load(swept).confirm(1, 4, retrain=retrain)
     assert load(swept).confirmation() is None

@@ -406,6 +406,8 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                           ("per1_minus_zoo", "the search's own answer against rl-baselines3-zoo's"),
                           ("holdout_entry_minus_holdout", "the held-out stage over rl-baselines3-zoo's entry against over the task's settings"),
                           ("holdout_entry_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry against rl-baselines3-zoo's answer"),
+                          ("per1_entry_minus_per1", "the search's own answer over rl-baselines3-zoo's entry against over the task's settings"),
+                          ("per1_entry_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry against rl-baselines3-zoo's answer"),
                           ("holdout_entry_batch_minus_holdout_entry", "searching the batch too against not"),
                           ("holdout_entry_batch_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer")):
             versus = data.get(key)

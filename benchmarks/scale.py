@@ -658,6 +658,8 @@ def main() -> None:
     replayed.add_argument("--trim-every-s", type=float, help="hand freed heap back at most this often (default: rlsweep's)")
     replayed.add_argument("--out", help="write the results here (default: benchmarks/results/scale_replay-<date>.json)")
     args = parser.parse_args()
+    if args.trim_every_s is not None and args.driver_memory != "rlsweep":
+        parser.error(f"--trim-every-s sets how often the heap is handed back: --driver-memory {args.driver_memory} has no hand-back")
     if args.replay:
         replay(args)
         return

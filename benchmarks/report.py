@@ -404,10 +404,11 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                           ("holdout_minus_lcb", "the held-out stage against three seeds a trial (lower bound)"),
                           ("holdout_minus_zoo", "the held-out stage against rl-baselines3-zoo's answer, each retrained by its own tool"),
                           ("per1_minus_zoo", "the search's own answer against rl-baselines3-zoo's"),
-                          ("holdout_entry_minus_holdout", "the held-out stage over rl-baselines3-zoo's entry against over the task's settings"),
+                          ("holdout_entry_minus_holdout", "the held-out stage over rl-baselines3-zoo's entry against the same over the task's own settings"),
                           ("holdout_entry_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry against rl-baselines3-zoo's answer"),
-                          ("per1_entry_minus_per1", "the search's own answer over rl-baselines3-zoo's entry against over the task's settings"),
+                          ("per1_entry_minus_per1", "the search's own answer over rl-baselines3-zoo's entry against the same over the task's own settings"),
                           ("per1_entry_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry against rl-baselines3-zoo's answer"),
+                          ("holdout_entry_batch_minus_holdout", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against the same over the task's own settings"),
                           ("holdout_entry_batch_minus_holdout_entry", "searching the batch too against not"),
                           ("holdout_entry_batch_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer")):
             versus = data.get(key)

@@ -391,7 +391,7 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
 PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb"),
          ("holdout", "zoo"), ("per1", "zoo"), ("holdout_entry", "zoo"), ("holdout_entry", "holdout"),
          ("per1_entry", "per1"), ("per1_entry", "zoo"),
-         ("holdout_entry_batch", "zoo"), ("holdout_entry_batch", "holdout_entry")]
+         ("holdout_entry_batch", "zoo"), ("holdout_entry_batch", "holdout_entry"), ("holdout_entry_batch", "holdout")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ray.tune import Callback
-from ray.tune.schedulers import AsyncHyperBandScheduler, MedianStoppingRule, PopulationBasedTraining
+from ray.tune.schedulers import AsyncHyperBandScheduler, FIFOScheduler, MedianStoppingRule, PopulationBasedTraining
 from ray.tune.schedulers.pb2 import PB2
 
 from rlsweep import _compat, tracing
@@ -33,6 +33,36 @@ class _Decisions:
         return decision
 
 
+class _SkipFinished:
+    """``FIFOScheduler.choose_trial_to_run`` (the first PENDING trial in Tune's order, else the first PAUSED)
+    without reading again the trials before the first one that has not terminated. Tune's loop asks about
+    20 times a trial; its own method reads every trial each time (twice where none waits), so at 3,000 trials it
+    was the driver's largest cost (``benchmarks/scale.py --replay``), growing with the trials. A terminated
+    trial stays terminated in a run of the loop, and Tune only appends to its list or moves an unfinished trial
+    to its end, so the terminated prefix only grows; a new list (a resumed sweep) starts from the top."""
+
+    _prefix: tuple[Any, int] = (None, 0)  # (Tune's trial list, how many of its first trials terminated)
+
+    def choose_trial_to_run(self, tune_controller: Any) -> Any:
+        trials = tune_controller.get_trials()
+        listed, done = self._prefix
+        if listed is not trials or done > len(trials) or (done and trials[done - 1].status != "TERMINATED"):
+            done = 0
+        while done < len(trials) and trials[done].status == "TERMINATED":
+            done += 1
+        self._prefix = (trials, done)
+        for wanted in ("PENDING", "PAUSED"):
+            for index in range(done, len(trials)):
+                if trials[index].status == wanted:
+                    return trials[index]
+        return None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_prefix", None)  # Tune's list is not the scheduler's to save
+        return state
+
+
 def _exploited(trial: Any, donor: Any, before: dict) -> None:
     """PBT and PB2: an ``exploit`` span when a trial takes a donor's checkpoint, with the donor and each
     mutated hyperparameter's old and new value."""
@@ -49,7 +79,11 @@ class _Exploits(_compat.observe_exploits(_exploited), _Decisions):  # type: igno
     pass
 
 
-class TracedAsyncHyperBandScheduler(_Decisions, AsyncHyperBandScheduler):
+class TracedFIFOScheduler(_SkipFinished, FIFOScheduler):
+    pass
+
+
+class TracedAsyncHyperBandScheduler(_SkipFinished, _Decisions, AsyncHyperBandScheduler):
     pass
 
 
@@ -61,7 +95,7 @@ class TracedBOHB(_Decisions, _EnvStepBOHB):
     pass
 
 
-class TracedMedianStoppingRule(_Decisions, MedianStoppingRule):
+class TracedMedianStoppingRule(_SkipFinished, _Decisions, MedianStoppingRule):
     pass
 
 
@@ -74,6 +108,7 @@ class TracedPB2(_Exploits, PB2):
 
 
 _TRACED = {
+    FIFOScheduler: TracedFIFOScheduler,
     AsyncHyperBandScheduler: TracedAsyncHyperBandScheduler,
     _EnvStepHyperBand: TracedHyperBand,
     _EnvStepBOHB: TracedBOHB,
@@ -84,7 +119,8 @@ _TRACED = {
 
 
 def traced_scheduler(scheduler: Any) -> Any:
-    """``scheduler`` as its traced subclass (FIFO, which decides nothing, and unknown classes as they are)."""
+    """``scheduler`` as its traced subclass (unknown classes as they are); FIFO, which decides nothing, only
+    chooses the next trial without rereading finished ones (:class:`_SkipFinished`)."""
     traced = _TRACED.get(type(scheduler))
     if traced is not None:
         scheduler.__class__ = traced

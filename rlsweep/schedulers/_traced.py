@@ -33,22 +33,26 @@ class _Decisions:
         return decision
 
 
+_ENDED = frozenset({"TERMINATED", "ERROR"})
+
+
 class _SkipFinished:
     """``FIFOScheduler.choose_trial_to_run`` (the first PENDING trial in Tune's order, else the first PAUSED)
-    without reading again the trials before the first one that has not terminated. Tune's loop asks about
-    20 times a trial; its own method reads every trial each time (twice where none waits), so at 3,000 trials it
-    was the driver's largest cost (``benchmarks/scale.py --replay``), growing with the trials. A terminated
-    trial stays terminated in a run of the loop, and Tune only appends to its list or moves an unfinished trial
-    to its end, so the terminated prefix only grows; a new list (a resumed sweep) starts from the top."""
+    without reading again the trials before the first one that has not ended. Tune's loop asks about 20 times
+    a trial; its own method reads every trial each time (twice where none waits), so at 3,000 trials it was the
+    driver's largest cost (``benchmarks/scale.py --replay``), growing with the trials. A trial that ended
+    (TERMINATED, or ERROR with no retry left: a retried one goes back to PENDING within the same step of the
+    loop) stays so in a run of the loop, and Tune only appends to its list or moves a running trial to its end,
+    so the prefix of ended trials only grows; a new list (a resumed sweep) starts from the top."""
 
-    _prefix: tuple[Any, int] = (None, 0)  # (Tune's trial list, how many of its first trials terminated)
+    _prefix: tuple[Any, int] = (None, 0)  # (Tune's trial list, how many of its first trials ended)
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
         trials = tune_controller.get_trials()
         listed, done = self._prefix
-        if listed is not trials or done > len(trials) or (done and trials[done - 1].status != "TERMINATED"):
+        if listed is not trials or done > len(trials) or (done and trials[done - 1].status not in _ENDED):
             done = 0
-        while done < len(trials) and trials[done].status == "TERMINATED":
+        while done < len(trials) and trials[done].status in _ENDED:
             done += 1
         self._prefix = (trials, done)
         for wanted in ("PENDING", "PAUSED"):

@@ -36,15 +36,18 @@ def test_the_next_trial_is_the_one_tunes_fifo_chooses_as_trials_start_finish_fai
     ours, tunes = traced_scheduler(built()), FIFOScheduler()
     rng = random.Random(7)
     controller = _Controller()
+    most_errored = 0
     for step in range(4000):
         move = rng.random()
-        unfinished = [t for t in controller.trials if t.status != "TERMINATED"]
+        # In a run of Tune's loop a trial that ended (finished, or failed with no retry left) stays so.
+        unfinished = [t for t in controller.trials if t.status not in ("TERMINATED", "ERROR")]
+        running = [t for t in unfinished if t.status == "RUNNING"]
         if move < 0.25 or not controller.trials:
             controller.trials.append(_Trial(f"t{step}"))  # the searcher adds a trial
         elif move < 0.8 and unfinished:
             rng.choice(unfinished).status = rng.choice(STATES)  # a trial starts, pauses, fails or finishes
-        elif move < 0.9 and unfinished:
-            trial = rng.choice(unfinished)  # Tune requeues a failed trial at the end of its list
+        elif move < 0.9 and running:
+            trial = rng.choice(running)  # a failed trial with retries left: Tune requeues it at the end of its list
             controller.trials.pop(controller.trials.index(trial))
             controller.trials.append(trial)
             trial.status = "PENDING"
@@ -57,4 +60,6 @@ def test_the_next_trial_is_the_one_tunes_fifo_chooses_as_trials_start_finish_fai
             if not isinstance(ours, MedianStoppingRule):  # Tune's median rule holds a lambda: it does not pickle
                 ours = pickle.loads(pickle.dumps(ours))
         assert ours.choose_trial_to_run(controller) is tunes.choose_trial_to_run(controller), (step, controller.trials)
+        most_errored = max(most_errored, sum(t.status == "ERROR" for t in controller.trials))
     assert sum(t.status == "TERMINATED" for t in controller.trials) > 100  # the prefix was long enough to skip
+    assert most_errored > 10  # and failed ones among them, until a resume ran them again

@@ -432,7 +432,7 @@ def main() -> None:
     parser.add_argument("--pool", type=Path, nargs="+", help="summarize these results files' runs together instead of running")
     parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
     parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(set(SIDES) - {"zoo", "per1_entry", "holdout_entry", "holdout_entry_batch"}),
+    parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(s for s, side in SIDES.items() if s != "zoo" and "base" not in side),
                         help="zoo needs rl-zoo3's venv, made once (benchmarks/_zoo.py)")
     args = parser.parse_args()
     if args.pool:

@@ -21,7 +21,9 @@ budget), so the same env steps:
   replace the entry's). They ask whether the base the space is searched over, not the search, decides a
   side's score. ``holdout_entry_batch`` also searches the env steps per update
   (``train_batch_size_per_learner``: 512 to 4,096, rl-zoo3's ``n_steps`` 32 to 256 over the entry's 16 envs),
-  which rl-zoo3's space searches and the task's space fixes.
+  which rl-zoo3's space searches and the task's space fixes; ``per1_entry_batch`` and ``per3_entry_batch``
+  are ``per1`` and ``per3`` over the same base and space, so the held-out stage meets today's default and
+  three seeds a trial where the space can learn.
 
 - ``zoo``: rl-baselines3-zoo's own search, as its README runs it (``python -m rl_zoo3.train --algo ppo --env
   ... -optimize --n-trials 20 --n-jobs 2 --sampler tpe --pruner median``, its own space, in its own venv:
@@ -114,6 +116,10 @@ SIDES: dict[str, dict[str, Any]] = {
     "holdout_entry": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}, "base": "zoo entry"},
     "holdout_entry_batch": {"per_trial": 1, "trials": 14, "holdout": {"share": 0.43}, "base": "zoo entry",
                             "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
+    "per1_entry_batch": {"per_trial": 1, "trials": 20, "holdout": None, "base": "zoo entry",
+                         "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
+    "per3_entry_batch": {"per_trial": 3, "trials": 7, "holdout": None, "base": "zoo entry",
+                         "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
 }
 #: rl-zoo3's algorithm and env id for each task (the zoo side).
 ZOO_TASKS = {"acrobot": ("ppo", "Acrobot-v1"), "cartpole": ("ppo", "CartPole-v1"), "pendulum": ("sac", "Pendulum-v1")}
@@ -391,7 +397,9 @@ def paired(runs: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
 PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "per1"), ("lcb", "per3"), ("holdout", "lcb"),
          ("holdout", "zoo"), ("per1", "zoo"), ("holdout_entry", "zoo"), ("holdout_entry", "holdout"),
          ("per1_entry", "per1"), ("per1_entry", "zoo"),
-         ("holdout_entry_batch", "zoo"), ("holdout_entry_batch", "holdout_entry"), ("holdout_entry_batch", "holdout")]
+         ("holdout_entry_batch", "zoo"), ("holdout_entry_batch", "holdout_entry"), ("holdout_entry_batch", "holdout"),
+         ("holdout_entry_batch", "per1_entry_batch"), ("holdout_entry_batch", "per3_entry_batch"),
+         ("per3_entry_batch", "per1_entry_batch"), ("per1_entry_batch", "zoo")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:

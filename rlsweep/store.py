@@ -1337,16 +1337,26 @@ def _has_trial_files(folder: Path) -> bool:
     return any(os.path.lexists(folder / name) for name in (PARAMS_FILE, RESULT_FILE))
 
 
-def _checkpoints(trial_dir: Path, damage: list[str], notes: list[str]) -> tuple[CheckpointRecord, ...]:
+def _listing(folder: Path) -> set[str] | None:
+    """The names in ``folder``; None where it cannot be listed."""
+    try:
+        with os.scandir(folder) as listing:
+            return {entry.name for entry in listing}
+    except OSError:
+        return None
+
+
+def _checkpoints(
+    trial_dir: Path, damage: list[str], notes: list[str], names: set[str] | None = None
+) -> tuple[CheckpointRecord, ...]:
     """The trial's checkpoints rlsweep can vouch for. One without its metadata, or whose metadata was cut off
     as it was written (a trial killed mid-save), is skipped with a note; metadata that is there but cannot
-    be read (a folder, NUL bytes, garbage, not rlsweep's) is damage."""
+    be read (a folder, NUL bytes, garbage, not rlsweep's) is damage. ``names``: the folder's listing, where
+    the caller has it."""
     records = []
-    try:  # one listing, not a glob's per-entry work: this runs for every trial of the sweep
-        with os.scandir(trial_dir) as listing:
-            found = sorted(trial_dir / entry.name for entry in listing if fnmatch.fnmatchcase(entry.name, CHECKPOINT_GLOB))
-    except OSError:
-        found = []
+    # One listing, not a glob's per-entry work: this runs for every trial of the sweep.
+    names = _listing(trial_dir) if names is None else names
+    found = sorted(trial_dir / name for name in names or () if fnmatch.fnmatchcase(name, CHECKPOINT_GLOB))
     for directory in found:
         try:
             meta = read_checkpoint_meta(directory)
@@ -1368,6 +1378,21 @@ def _checkpoints(trial_dir: Path, damage: list[str], notes: list[str]) -> tuple[
     return tuple(records)
 
 
+def _subfolders(root: Path) -> list[Path]:
+    """The folders in ``root`` (and links to folders), by name: one listing, which tells most entries' kind
+    without a stat each (on 10,000 trials, a tenth of a reader's time went to a stat per folder)."""
+
+    def folder(entry: os.DirEntry[str]) -> bool:
+        try:
+            return entry.is_dir()  # follows a link, as os.stat does
+        except OSError:
+            return False
+
+    with os.scandir(root) as listing:
+        names = sorted(entry.name for entry in listing if folder(entry))
+    return [root / name for name in names]
+
+
 def _trial_id_from_dirname(name: str) -> str:
     # Tune names trial folders "<trainable>_<trial_id>_<index>_<params>"; the id is "<8 hex>_<5 digits>".
     match = re.search(r"([0-9a-f]{5,8}_[0-9]{5})", name)
@@ -1378,7 +1403,7 @@ def _folders_of(root: Path, entries: Mapping[str, TuneEntry]) -> tuple[list[Path
     """The folders in ``root``, and those Tune's entries name (folder -> trial id): by the folder Tune
     recorded, else the folder whose name holds the trial id as Tune writes it (``<trainable>_<id>_...``)."""
     try:
-        folders = sorted(child for child in root.iterdir() if _is_dir(child))
+        folders = _subfolders(root)
     except OSError:
         return [], {}
     by_name = {f.name: f for f in folders}
@@ -1447,6 +1472,8 @@ def _read_trial(
     """One trial folder, read as far as it can be; what cannot is its damage."""
     damage: list[str] = []
     results_readable = True
+    # One listing tells which of the trial's files are there: no probe for an error file most trials lack.
+    names = _listing(trial_dir)
     if (indexed := _indexed_rows(trial_dir, index, restores_others)) is not None:
         rows, raw, bad, last_config = indexed
     else:
@@ -1473,7 +1500,7 @@ def _read_trial(
     status, failures = (entry.status, entry.failures) if entry is not None else (None, 0)
     error_text = None
     try:
-        errors = read_bytes(trial_dir / ERROR_FILE)
+        errors = read_bytes(trial_dir / ERROR_FILE) if names is None or ERROR_FILE in names else None
     except UnreadableFile as exc:
         damage.append(f"{exc}: the trial's error cannot be read")
         errors = None
@@ -1490,7 +1517,7 @@ def _read_trial(
         done = bool(rows) and (last.get(DONE_KEY) or last.get(DIVERGED) or env_steps(last) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
     settings = _settings(trial_dir, damage, index)
-    checkpoints = _checkpoints(trial_dir, damage, notes)
+    checkpoints = _checkpoints(trial_dir, damage, notes, names)
     return Trial(
         trial_id=trial_id,
         path=trial_dir,

@@ -124,10 +124,22 @@ def parallel_figure(sweep: SweepView) -> Any:
             scaled[name] = column.map(lambda v, levels=levels: (levels.index(v) + 0.5) / len(levels) if v in levels else np.nan)
     if len(frame):
         colours = matplotlib.colormaps["viridis"]
-        s = scaled[score]
-        for i in range(len(frame)):
-            ys = [scaled[name].iloc[i] for name in axis_names]
-            axes.plot(range(len(axis_names)), ys, color=colours(float(s.iloc[i])), alpha=0.8, label=str(frame.index[i]))
+        # The colour's scale runs from the worst score (0) to the best (1) under the metric's mode.
+        s = scaled[score].to_numpy(dtype=float)
+        s = s if sweep.spec.metric.mode == "max" else 1 - s
+        lines = np.column_stack([scaled[name].to_numpy(dtype=float) for name in axis_names])
+        if len(frame) > MANY_CURVES:
+            # One collection, the best drawn last (on top): a line and a label each take seconds a thousand.
+            from matplotlib.collections import LineCollection
+
+            order = np.argsort(s, kind="stable")
+            xs = np.arange(len(axis_names))
+            axes.add_collection(LineCollection([np.column_stack([xs, lines[i]]) for i in order],
+                                               colors=colours(s[order]), linewidths=0.6, alpha=0.5))
+            axes.set_xlim(-0.2, len(axis_names) - 0.8)
+        else:
+            for i in range(len(frame)):
+                axes.plot(range(len(axis_names)), lines[i], color=colours(float(s[i])), alpha=0.8, label=str(frame.index[i]))
     axes.set_xticks(range(len(axis_names)))
     axes.set_xticklabels(axis_names, rotation=15, fontsize=8)
     axes.set_yticks([])

@@ -175,6 +175,36 @@ def test_parallel_coordinates_have_a_line_per_trial_coloured_by_its_best_score(e
     assert lines["dddd"].get_ydata()[-1] == 1.0 and lines["eeee"].get_ydata()[-1] == 0.0
 
 
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_the_parallel_plot_of_many_trials_is_one_collection_the_best_on_top_in_yellow(tmp_path, mode):
+    """Above MANY_CURVES trials, a line and a label each took seconds a thousand (12 s of an export at 10,000):
+    one collection holds a line per trial, coloured from the worst score to the best under the metric's mode,
+    the best drawn last."""
+    import matplotlib
+    from matplotlib.collections import LineCollection
+
+    from rlsweep.analysis._plots import MANY_CURVES
+    from tests.conftest import TINY_SPEC
+
+    spec = {**TINY_SPEC, "metric": {**TINY_SPEC.get("metric", {"name": "return_mean"}), "mode": mode}}
+    root = new_experiment(tmp_path / "exp", spec, sweep_id="many")
+    count = MANY_CURVES + 1
+    for index in range(count):
+        write_trial(root, f"{index:05d}", [index, index + 1], config={"training.lr": 1e-4 * (1 + index)})
+    (axes,) = load(root).plot("parallel").axes
+    (lines,) = [c for c in axes.collections if isinstance(c, LineCollection)]
+    segments = lines.get_segments()
+    assert len(segments) == count and axes.get_lines() == []
+    viridis = matplotlib.colormaps["viridis"]
+    # The last trial scored highest (count), the first lowest (1): its lr is the largest, so it ends at 1 on the
+    # lr axis; each line ends at its scaled score.
+    best, worst = (segments[-1], segments[0])
+    assert best[:, 1].tolist() == ([1.0, 1.0] if mode == "max" else [0.0, 0.0])
+    assert worst[:, 1].tolist() == ([0.0, 0.0] if mode == "max" else [1.0, 1.0])
+    assert tuple(lines.get_colors()[-1]) == pytest.approx(viridis(1.0)[:3] + (0.5,))
+    assert tuple(lines.get_colors()[0]) == pytest.approx(viridis(0.0)[:3] + (0.5,))
+
+
 def test_importance_has_a_bar_per_parameter_that_varied(experiment):
     figure = load(experiment).plot("importance")
     (axes,) = figure.axes

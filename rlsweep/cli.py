@@ -662,10 +662,28 @@ def _reproduce(args: argparse.Namespace) -> int:
     return EXIT_OK if not result.errored_trials else EXIT_ERROR
 
 
+def _trial_runs(text: str) -> int | str:
+    if text == "all":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a count of trials (0 or more) or all, got {text!r}")
+    return value
+
+
 def _export(args: argparse.Namespace) -> int:
+    from rlsweep.spec import MlflowSpec
+
     sweep = _load(args.dir)
-    run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment)
+    run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment, trial_runs=args.trial_runs)
     print(f"exported {len(sweep.trials)} trials: {_mlflow_line(sweep.path, sweep.spec.mlflow, run_id, args.tracking_uri, args.experiment)}")
+    limit = (sweep.spec.mlflow.trial_runs if sweep.spec.mlflow else MlflowSpec().trial_runs) if args.trial_runs is None else args.trial_runs
+    if limit != "all" and len(sweep.trials) > limit:
+        print(f"child runs for the best {limit:,} trials by {sweep.spec.metric.name}; every trial is in the parent run's "
+              f"trials.csv (`--trial-runs all` gives each trial a run)")
     return _answered(sweep)
 
 
@@ -877,6 +895,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help=DIR_HELP)
     p.add_argument("--tracking-uri", type=_tracking_uri)
     p.add_argument("--experiment")
+    p.add_argument("--trial-runs", type=_trial_runs, metavar="N|all",
+                   help="at most this many trials get a child run, the best by the metric where there are more (default: "
+                        "the spec's mlflow.trial_runs, 500); every trial goes to the parent run's trials.csv")
     p.set_defaults(handler=_export)
     return parser
 

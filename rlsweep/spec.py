@@ -245,6 +245,11 @@ class MlflowSpec(Section):
     """export the sweep when it ends"""
     live: StrictBool = False
     """also log results while the sweep runs"""
+    trial_runs: Annotated[StrictInt, Field(ge=0, le=1_000_000)] | Literal["all"] = 500
+    """at most this many trials get a child run with their curves: where the sweep has more, the best this many
+    by the metric (avg-last-3) get one, and trials that already have one keep it up to date; every trial's
+    config and final values go to the parent run as trials.csv either way (past a few thousand runs MLflow's
+    pages and run searches slow to a crawl); all: a child run for every trial"""
 
 
 class TracingSpec(Section):
@@ -880,6 +885,16 @@ def _cross_section_problems(
             problems.append(Problem(f"stop.{key}", problem))
         elif key == "env_steps":
             problems.append(Problem("stop.env_steps", "the env-step budget is budget.env_steps; remove it from stop"))
+    mlflow, budget = values.get("mlflow"), values.get("budget")
+    if (mlflow is not None and budget is not None and mlflow.live and mlflow.trial_runs != "all"
+            and budget.trials > mlflow.trial_runs):
+        problems.append(Problem(
+            "mlflow.live",
+            f"live logging gives every trial a child run as it reports, but budget.trials is {budget.trials:,}, over "
+            f"mlflow.trial_runs ({mlflow.trial_runs:,}), past which only the best trials get one (the best are known "
+            "at the end): set live: false (the export at the end logs the best trials' runs and every trial in "
+            "trials.csv), or trial_runs: all",
+        ))
     seeds = values.get("seeds")
     if seeds is not None:
         low, high = seeds.tuning

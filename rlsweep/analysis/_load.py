@@ -252,18 +252,19 @@ class Sweep:
         said = "; ".join(f"{', '.join(t.trial_id for t in trials)} {why}" for why, trials in causes.items() if trials)
         return f"no trial that reported {metric!r} is a candidate for the best: {said}"
 
-    def ranked(self, rule: str | SelectionRule = DEFAULT_RULE) -> list[Best]:
+    def ranked(self, rule: str | SelectionRule = DEFAULT_RULE, *, top: int | None = None) -> list[Best]:
         """Every trial that reported the metric and did not end in an error, best first under ``rule``, each
-        with its best checkpoint. Under ``eval``, only the re-evaluated candidates, by their greedy return
+        with its best checkpoint; only the first ``top`` where given (by the training metric, only their
+        checkpoints are scored). Under ``eval``, only the re-evaluated candidates, by their greedy return
         on fresh seeds."""
         rule = SelectionRule.parse(rule)
         if rule.kind == "eval":
-            return self._ranked_by_evaluation()
+            return self._ranked_by_evaluation()[:top]
         if rule.kind == "confirmed":
-            return self._ranked_by_confirmation()
+            return self._ranked_by_confirmation()[:top]
         if rule.kind == "held-out":
-            return self._ranked_by_holdout()
-        return self._ranked_by_metric(rule)
+            return self._ranked_by_holdout()[:top]
+        return self._ranked_by_metric(rule, top)
 
     def _ranked_by_metric(self, rule: SelectionRule, top: int | None = None) -> list[Best]:
         """:meth:`ranked` by the training metric; only the first ``top`` with their checkpoints (all: None)."""
@@ -496,11 +497,15 @@ class Sweep:
 
         return evaluate_checkpoints(self.spec, self.ranked(rule)[:top], episodes=episodes, seeds=seeds)
 
-    def to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> str:
-        """Log the sweep to MLflow (parent run + a child run per trial); idempotent. Returns the parent id."""
+    def to_mlflow(
+        self, tracking_uri: str | None = None, experiment: str | None = None, trial_runs: int | str | None = None
+    ) -> str:
+        """Log the sweep to MLflow: a parent run with every trial in its ``trials.csv``, and a child run per
+        trial, for at most ``trial_runs`` trials (default: the spec's ``mlflow.trial_runs``, 500), the best by
+        the metric where there are more ("all": every trial); idempotent. Returns the parent id."""
         from rlsweep.analysis._mlflow import export
 
-        return export(self, tracking_uri=tracking_uri, experiment=experiment)
+        return export(self, tracking_uri=tracking_uri, experiment=experiment, trial_runs=trial_runs)
 
 
 def _unfinished_runs(runs: Sequence[Trial], plan: ConfirmationPlan) -> list[tuple[str, int]]:

@@ -483,8 +483,9 @@ def create_child(
     return str(run.info.run_id)
 
 
-def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
-    """Best trial tags and summary metrics, best config as YAML, plots, and the best checkpoint's files."""
+def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView, with_run: Sequence[Any]) -> None:
+    """Best trial tags and summary metrics, best config as YAML, plots, and the best checkpoint's files.
+    ``with_run``: the trials with a child run (whose rows the export read)."""
     from mlflow.entities import Metric, RunTag
 
     from rlsweep.analysis._plots import save_plots
@@ -496,7 +497,8 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
         tags=[RunTag("rlsweep.best_trial_id", best.trial_id), RunTag(BEST_CHECKPOINT_TAG, str(best.checkpoint or ""))],
     )
     # A fixed timestamp and step make a repeated export write the same points, not new ones.
-    stamp = max((int(float(r.get(store.TIMESTAMP_KEY, 0)) * 1000) for t in sweep.trials for r in t.rows), default=0)
+    # Of the trials with a run: the others' rows are not read (on 10,000 trials, most of an export's time).
+    stamp = max((int(float(r.get(store.TIMESTAMP_KEY, 0)) * 1000) for t in with_run for r in t.rows), default=0)
     if best.rule == "held-out" and best.interval is not None:
         # The answer's two numbers, each named for what it is: the held-out estimate (IQM on test seeds the
         # search never used, with its 95% interval for 10 new seeds) and the search's own value of it.
@@ -616,8 +618,14 @@ def trace_target(spec: Any) -> Any:
     return tracing.target_for(settings, experiment_id(client_for(uri), spec.mlflow.experiment), uri)
 
 
-def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str | None = None) -> str:
+def export(
+    sweep: SweepView, *, tracking_uri: str | None = None, experiment: str | None = None, trial_runs: int | str | None = None
+) -> str:
     """Log ``sweep`` to MLflow; calling it again adds only what is new. Returns the parent run id.
+
+    ``trial_runs`` (default: the spec's ``mlflow.trial_runs``): at most this many trials get a child run, the
+    best by the metric where the sweep has more ("all": every trial); every trial goes to the parent run's
+    ``trials.csv``.
 
     A sweep no driver is running (finished, interrupted, killed, or a copy) leaves no run RUNNING: a trial
     that did not finish is KILLED, and so is the parent of a sweep that did not. An MLflow server that stops
@@ -636,12 +644,14 @@ def export(sweep: SweepView, *, tracking_uri: str | None = None, experiment: str
     if state == DOWN:
         raise ExportError(f"MLflow export to {uri} did not start: nothing answers at {uri} ({problem}). Nothing in "
                           f"{sweep.path} is lost; run `rlsweep export {sweep.path}` once the server is up")
-    progress = Progress(len(sweep.trials), sum(len(t.raw_rows or t.rows) for t in sweep.trials), uri)
+    limit = settings.trial_runs if trial_runs is None else trial_runs
+    chosen = trials_with_runs(sweep, limit)
+    progress = Progress(len(sweep.trials), sum(len(t.raw_rows or t.rows) for t in sweep.trials if chosen is None or t.trial_id in chosen), uri)
     terminated: list[ExportTerminated] = []
     try:
         # One writer at a time per sweep (another export, the live logger): each finds what the other wrote.
         with sigterm_raises() as terminated, client_settings(uri), progress, store.mlflow_lock(sweep.path):
-            return _export(sweep, uri, experiment or settings.experiment, progress)
+            return _export(sweep, uri, experiment or settings.experiment, progress, chosen)
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and SQLAlchemy's errors alike
         exc = terminated[0] if terminated else exc
         raise ExportError(
@@ -659,7 +669,39 @@ _STOPPED = {**_ENDED, store.RUNNING: "KILLED", store.PENDING: "KILLED"}
 _UNREAD = (store.MISSING, store.UNREADABLE, store.UNLISTED)
 
 
-def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress) -> str:
+#: The parent run's artifact that holds every trial of the sweep: its config and final values (``table()``).
+TRIALS_ARTIFACT = "trials.csv"
+#: On the parent run: which trials have a child run ("all", or "the best 500 of 10,000 by ...").
+TRIAL_RUNS_TAG = "rlsweep.trial_runs"
+
+
+def trials_with_runs(sweep: SweepView, limit: int | str) -> set[str] | None:
+    """The trials that get a child run: None (every one) where the sweep has at most ``limit`` trials or
+    ``limit`` is "all"; else the best ``limit`` by the metric under ``avg-last-3`` (trials that never reported
+    it have no place among them)."""
+    from rlsweep.analysis._rules import DEFAULT_RULE
+
+    if limit == "all" or len(sweep.trials) <= int(limit):
+        return None
+    return {best.trial_id for best in sweep.ranked(DEFAULT_RULE, top=int(limit))} if int(limit) else set()
+
+
+def _trial_runs_line(sweep: SweepView, best: int, with_run: int) -> str:
+    return (f"{with_run:,} of {len(sweep.trials):,} trials have a child run: the best {best:,} by "
+            f"{sweep.spec.metric.name} (avg-last-3){', and those that had one' if with_run > best else ''}; "
+            f"every trial is in {TRIALS_ARTIFACT}")
+
+
+def _log_trials_table(client: Any, parent_id: str, sweep: SweepView) -> None:
+    """Every trial's id, state, config and final values as the parent run's ``trials.csv`` (replaced on each
+    export), so a sweep of thousands of trials is one file to open, not thousands of runs."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory, TRIALS_ARTIFACT)
+        sweep.table().to_csv(path, index=False)
+        client.log_artifact(parent_id, str(path))
+
+
+def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress, chosen: set[str] | None = None) -> str:
     inner = client_for(uri)
     client: Any = PatientClient(inner, uri, progress, (SWEEP_TAG, KIND_TAG, TRIAL_TAG), wait_s=server_wait_s()) if is_http(uri) else inner
     experiment_ = experiment_id(client, experiment_name)
@@ -670,6 +712,9 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
     copy_of = sweep.sweep_id if sweep_id != sweep.sweep_id else None
     parent_id = parent_run(client, experiment_, spec, sweep_id, sweep.path, sweep.searcher, sweep.scheduler, copy_of)
     children = child_runs(client, experiment_, sweep_id)
+    best = 0 if chosen is None else len(chosen)
+    # Trials that have a run already (an earlier export's, the live logger's) keep it up to date.
+    chosen = None if chosen is None else chosen | set(children)
     # Whether a driver runs the sweep now: only then may a run of it stay RUNNING.
     statuses = _ENDED if store.driver_running(sweep.path) else _STOPPED
     ended_trials = all(t.state in (store.TERMINATED, store.ERROR, *_UNREAD) for t in sweep.trials)
@@ -683,6 +728,9 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
         for index, trial in enumerate(sweep.trials, start=1):
             progress.trial = index
             run = children.pop(trial.trial_id, None)
+            if chosen is not None and trial.trial_id not in chosen:
+                progress.finished += 1
+                continue  # in trials.csv, with no run of its own
             if trial.state in _UNREAD:
                 # Nothing of it can be read, or it is no trial of the sweep (named in a warning); an export once
                 # it is repaired logs it.
@@ -700,8 +748,11 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
         for run in children.values():  # runs of trials no longer on disk
             if run.info.status == "RUNNING" and statuses is _STOPPED:
                 client.set_terminated(run.info.run_id, status="KILLED")
+        with_run = [t for t in sweep.trials if chosen is None or t.trial_id in chosen]
+        client.set_tag(parent_id, TRIAL_RUNS_TAG, "all" if chosen is None else _trial_runs_line(sweep, best, len(with_run)))
+        _log_trials_table(client, parent_id, sweep)
         if sweep.has_results():
-            _log_best(client, parent_id, sweep)
+            _log_best(client, parent_id, sweep, with_run)
         confirmation = sweep.confirmation()
         if confirmation is not None:
             _log_confirmation(client, experiment_, parent_id, sweep_id, sweep, confirmation, ended)

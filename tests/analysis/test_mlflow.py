@@ -330,3 +330,48 @@ def test_the_live_logger_looks_up_each_new_trials_run_alone_after_its_first_list
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("e").experiment_id], "tags.`rlsweep.kind` = 'trial'")
     assert sorted(r.data.tags["rlsweep.trial_id"] for r in runs) == ["t1", "t2", "t3"]
+
+
+def test_a_sweep_over_trial_runs_gives_the_best_a_child_run_and_every_trial_a_row_of_trials_csv(tmp_path, capsys):
+    """Past a few thousand runs MLflow's pages and searches crawl: above ``mlflow.trial_runs`` only the best
+    trials by the metric get a child run, every trial is in the parent's trials.csv, a run made before keeps
+    being updated, and ``--trial-runs all`` adds the rest without doubling a run."""
+    import pandas as pd
+
+    root = new_experiment(tmp_path / "exp", {**TINY_SPEC, "mlflow": {"trial_runs": 2}}, path=str((tmp_path / "exp").resolve()))
+    # Scores at the end (avg-last-3 of the last three rows): ddd 40, ccc 30, bbb 20, aaa 10.
+    for trial_id, top in {"aaa": 10, "bbb": 20, "ccc": 30, "ddd": 40}.items():
+        write_trial(root, trial_id, [top - 5, top, top, top], config={"training.lr": top / 1000}, done=True)
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    assert cli.main(["export", str(root), "--tracking-uri", uri, "--experiment", "e"]) == 0
+    assert "child runs for the best 2 trials by return_mean" in capsys.readouterr().out
+    runs = _runs(uri)
+    assert set(runs) == {"parent", "ccc", "ddd"}
+    parent = runs["parent"]
+    assert parent.data.tags[_mlflow.TRIAL_RUNS_TAG].startswith("2 of 4 trials have a child run: the best 2 by return_mean")
+    client = MlflowClient(tracking_uri=uri)
+    table = pd.read_csv(client.download_artifacts(parent.info.run_id, _mlflow.TRIALS_ARTIFACT, str(tmp_path)))
+    assert sorted(table["trial_id"]) == ["aaa", "bbb", "ccc", "ddd"]
+    assert dict(zip(table["trial_id"], table["config/training.lr"])) == {"aaa": 0.01, "bbb": 0.02, "ccc": 0.03, "ddd": 0.04}
+    assert dict(zip(table["trial_id"], table["return_mean"])) == {"aaa": 10, "bbb": 20, "ccc": 30, "ddd": 40}
+    # aaa improves to the top: it gets a run; ccc, now third, keeps its run and is kept up to date.
+    shutil.rmtree(root / "train_aaa_00000_0_x")
+    write_trial(root, "aaa", [90, 90, 90, 90, 95], config={"training.lr": 0.01}, done=True)
+    load(root).to_mlflow(tracking_uri=uri, experiment="e")
+    runs = _runs(uri)
+    assert set(runs) == {"parent", "aaa", "ccc", "ddd"}
+    assert runs["aaa"].data.tags[_mlflow.ROWS_TAG] == "5"
+    assert "and those that had one" in runs["parent"].data.tags[_mlflow.TRIAL_RUNS_TAG]
+    assert cli.main(["export", str(root), "--tracking-uri", uri, "--experiment", "e", "--trial-runs", "all"]) == 0
+    runs = _runs(uri)
+    assert set(runs) == {"parent", "aaa", "bbb", "ccc", "ddd"} and runs["parent"].data.tags[_mlflow.TRIAL_RUNS_TAG] == "all"
+    assert len(client.search_runs([client.get_experiment_by_name("e").experiment_id])) == 5
+
+
+def test_live_logging_a_sweep_over_trial_runs_is_refused_at_validate():
+    from rlsweep import load_spec
+    from rlsweep.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"mlflow\.live: .*budget\.trials is 600, over mlflow\.trial_runs \(500\)"):
+        load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 600}, "mlflow": {"live": True}})
+    assert load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 600}, "mlflow": {"live": True, "trial_runs": "all"}})

@@ -514,6 +514,37 @@ def render_readers_scale(current: list[Loaded]) -> str:
     )
 
 
+def render_mlflow_scale(current: list[Loaded]) -> str:
+    rows = []
+    for loaded in current:
+        data = loaded.data
+        assert data is not None
+        for trials, measured in sorted(data["results"].items(), key=lambda item: int(item[0])):
+            cells = [f"{int(trials):,} x {data['iterations']}", str(data.get("trial_runs", ""))]
+            for key in ("sqlite_export", "sqlite_export_again", "sqlite_search_runs", "server_export",
+                        "server_export_again", "server_search_runs"):
+                wall = measured.get(key, {}).get("wall_s")
+                cells.append("-" if wall is None else f"{_num(wall, 1)} s")
+            for key in ("experiment_page", "run_page"):
+                page = measured.get(key)
+                cells.append("-" if page is None else f"{_num(page['cold_s'], 1)} / {_num(page['warm_s'], 1)} s")
+            rows.append(cells)
+    condition = current[0].data["condition"] if current and current[0].data else "quiet"
+    return (
+        "What a sweep of thousands of trials costs in MLflow (the goals: each export at most 60 s, each page open "
+        "in at most 3 s). `rlsweep export` runs in a fresh process into a new store, then again with nothing new "
+        "to write; past `mlflow.trial_runs` trials only the best get a child run, and every trial is a row of the "
+        "parent run's `trials.csv`. The server is `rlsweep ui`'s (`mlflow server` over SQLite on 127.0.0.1); "
+        "`search_runs` is `mlflow.search_runs` of the experiment; a page is timed in headless Chromium until it "
+        "shows the sweep's run (the experiment page) or the parent run's `trials.csv` (its artifacts page), first "
+        f"with a cold browser cache, then warm. The folders are made as for the readers above ({_source_of(current)}). "
+        f"The machine was {condition}.\n\n"
+        + _table(["trials x rows", "child runs", "export, SQLite", "again", "`search_runs`", "export, server", "again",
+                  "`search_runs`", "experiment page", "run page"], rows)
+        + "\n\n" + _sources(current)
+    )
+
+
 def _source_of(current: list[Loaded]) -> str:
     source = (current[0].data or {}).get("source", {}) if current else {}
     return f"{source['algorithm']} on {source['env']}" if source.get("algorithm") and source.get("env") else "PPO"
@@ -817,6 +848,16 @@ SECTIONS: tuple[Section, ...] = (
         command=f"`{PYTHON} benchmarks/readers_scale.py --source <an experiment folder a sweep wrote>`",
         duration="about 10 min",
         render=render_readers_scale,
+    ),
+    Section(
+        heading="A sweep of 10,000 trials in MLflow",
+        measures="how long `rlsweep export` of 10,000 trials takes into SQLite and an MLflow server, `search_runs` and the UI's pages",
+        sources=(Source("mlflow", "mlflow_scale-*.json"),),
+        code_paths=("rlsweep/analysis/_mlflow.py", "rlsweep/analysis/_plots.py", "rlsweep/analysis/_load.py",
+                    "rlsweep/store.py", "rlsweep/cli.py", "rlsweep/spec.py"),
+        command=f"`{PYTHON} benchmarks/mlflow_scale.py --source <an experiment folder a sweep wrote>`",
+        duration="about 10 min",
+        render=render_mlflow_scale,
     ),
     Section(
         heading="Sweeps of many trials",

@@ -897,7 +897,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--experiment")
     p.add_argument("--trial-runs", type=_trial_runs, metavar="N|all",
                    help="at most this many trials get a child run, the best by the metric where there are more (default: "
-                        "the spec's mlflow.trial_runs, 500); every trial goes to the parent run's trials.csv")
+                        "the spec's mlflow.trial_runs, 200); every trial goes to the parent run's trials.csv")
     p.set_defaults(handler=_export)
     return parser
 

@@ -245,7 +245,7 @@ class MlflowSpec(Section):
     """export the sweep when it ends"""
     live: StrictBool = False
     """also log results while the sweep runs"""
-    trial_runs: Annotated[StrictInt, Field(ge=0, le=1_000_000)] | Literal["all"] = 500
+    trial_runs: Annotated[StrictInt, Field(ge=0, le=1_000_000)] | Literal["all"] = 200
     """at most this many trials get a child run with their curves: where the sweep has more, the best this many
     by the metric (avg-last-3) get one, and trials that already have one keep it up to date; every trial's
     config and final values go to the parent run as trials.csv either way (past a few thousand runs MLflow's

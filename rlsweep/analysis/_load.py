@@ -501,7 +501,7 @@ class Sweep:
         self, tracking_uri: str | None = None, experiment: str | None = None, trial_runs: int | str | None = None
     ) -> str:
         """Log the sweep to MLflow: a parent run with every trial in its ``trials.csv``, and a child run per
-        trial, for at most ``trial_runs`` trials (default: the spec's ``mlflow.trial_runs``, 500), the best by
+        trial, for at most ``trial_runs`` trials (default: the spec's ``mlflow.trial_runs``, 200), the best by
         the metric where there are more ("all": every trial); idempotent. Returns the parent id."""
         from rlsweep.analysis._mlflow import export
 

@@ -671,7 +671,7 @@ _UNREAD = (store.MISSING, store.UNREADABLE, store.UNLISTED)
 
 #: The parent run's artifact that holds every trial of the sweep: its config and final values (``table()``).
 TRIALS_ARTIFACT = "trials.csv"
-#: On the parent run: which trials have a child run ("all", or "the best 500 of 10,000 by ...").
+#: On the parent run: which trials have a child run ("all", or "the best 200 of 10,000 by ...").
 TRIAL_RUNS_TAG = "rlsweep.trial_runs"
 
 

@@ -372,6 +372,6 @@ def test_live_logging_a_sweep_over_trial_runs_is_refused_at_validate():
     from rlsweep import load_spec
     from rlsweep.errors import SpecError
 
-    with pytest.raises(SpecError, match=r"mlflow\.live: .*budget\.trials is 600, over mlflow\.trial_runs \(500\)"):
-        load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 600}, "mlflow": {"live": True}})
-    assert load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 600}, "mlflow": {"live": True, "trial_runs": "all"}})
+    with pytest.raises(SpecError, match=r"mlflow\.live: .*budget\.trials is 300, over mlflow\.trial_runs \(200\)"):
+        load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True}})
+    assert load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True, "trial_runs": "all"}})

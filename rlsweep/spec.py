@@ -252,6 +252,13 @@ class MlflowSpec(Section):
     pages and run searches slow to a crawl); all: a child run for every trial"""
 
 
+    @field_validator("trial_runs", mode="before")
+    @classmethod
+    def _trial_runs(cls, value: Any) -> Any:
+        if value == "all" or (type(value) is int and 0 <= value <= 1_000_000):
+            return value
+        raise ValueError(f"is a whole number of trials from 0 to 1,000,000, or all; got {value!r}")
+
 class TracingSpec(Section):
     otlp_endpoint: Text | None = None
     """an OTLP/HTTP receiver (an OpenTelemetry Collector, Jaeger, Tempo): its base URL
@@ -885,16 +892,6 @@ def _cross_section_problems(
             problems.append(Problem(f"stop.{key}", problem))
         elif key == "env_steps":
             problems.append(Problem("stop.env_steps", "the env-step budget is budget.env_steps; remove it from stop"))
-    mlflow, budget = values.get("mlflow"), values.get("budget")
-    if (mlflow is not None and budget is not None and mlflow.live and mlflow.trial_runs != "all"
-            and budget.trials > mlflow.trial_runs):
-        problems.append(Problem(
-            "mlflow.live",
-            f"live logging gives every trial a child run as it reports, but budget.trials is {budget.trials:,}, over "
-            f"mlflow.trial_runs ({mlflow.trial_runs:,}), past which only the best trials get one (the best are known "
-            "at the end): set live: false (the export at the end logs the best trials' runs and every trial in "
-            "trials.csv), or trial_runs: all",
-        ))
     seeds = values.get("seeds")
     if seeds is not None:
         low, high = seeds.tuning
@@ -928,6 +925,16 @@ def _cross_section_problems(
     problems += _schedule_problems(config, space, values.get("budget"), budget_given="budget" in doc)
     if ran:
         return problems
+    live, budget = values.get("mlflow"), values.get("budget")
+    if (live is not None and budget is not None and live.live and live.trial_runs != "all"
+            and budget.trials > live.trial_runs):
+        problems.append(Problem(
+            "mlflow.live",
+            f"live logging gives every trial a child run as it reports, but budget.trials is {budget.trials:,}, over "
+            f"mlflow.trial_runs ({live.trial_runs:,}), past which only the best trials get one (the best are known "
+            "at the end): set live: false (the export at the end logs the best trials' runs and every trial in "
+            "trials.csv), or trial_runs: all",
+        ))
     if "curriculum" in values or "curriculum" not in doc:  # a curriculum that did not parse has its problems
         problems += _curriculum_parameter_problems(values.get("curriculum"), space)
     problems += _non_finite_problems(config, values.get("env_config", {}), space)

@@ -1500,7 +1500,8 @@ def _read_trial(
     status, failures = (entry.status, entry.failures) if entry is not None else (None, 0)
     error_text = None
     try:
-        errors = read_bytes(trial_dir / ERROR_FILE) if names is None or ERROR_FILE in names else None
+        # Where the listing cannot vouch for the folder's files (none, or files it lists cannot be read), look.
+        errors = read_bytes(trial_dir / ERROR_FILE) if names is None or ERROR_FILE in names or not results_readable else None
     except UnreadableFile as exc:
         damage.append(f"{exc}: the trial's error cannot be read")
         errors = None

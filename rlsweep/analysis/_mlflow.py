@@ -483,9 +483,19 @@ def create_child(
     return str(run.info.run_id)
 
 
-def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView, with_run: Sequence[Any]) -> None:
-    """Best trial tags and summary metrics, best config as YAML, plots, and the best checkpoint's files.
-    ``with_run``: the trials with a child run (whose rows the export read)."""
+def _stamp_ms(sweep: SweepView) -> int:
+    """When the sweep's results last changed: the newest trial ``result.json``'s modification time, in ms (0
+    where there is none). The same for every export of the same results, and later once any trial reports,
+    whichever trials have a run; read without parsing a row (of 10,000 trials' rows, most an export skips)."""
+    newest = 0
+    for trial in sweep.trials:
+        with contextlib.suppress(OSError):
+            newest = max(newest, os.stat(trial.path / store.RESULT_FILE).st_mtime_ns)
+    return newest // 1_000_000
+
+
+def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView) -> None:
+    """Best trial tags and summary metrics, best config as YAML, plots, and the best checkpoint's files."""
     from mlflow.entities import Metric, RunTag
 
     from rlsweep.analysis._plots import save_plots
@@ -497,8 +507,7 @@ def _log_best(client: MlflowClient, parent_id: str, sweep: SweepView, with_run: 
         tags=[RunTag("rlsweep.best_trial_id", best.trial_id), RunTag(BEST_CHECKPOINT_TAG, str(best.checkpoint or ""))],
     )
     # A fixed timestamp and step make a repeated export write the same points, not new ones.
-    # Of the trials with a run: the others' rows are not read (on 10,000 trials, most of an export's time).
-    stamp = max((int(float(r.get(store.TIMESTAMP_KEY, 0)) * 1000) for t in with_run for r in t.rows), default=0)
+    stamp = _stamp_ms(sweep)
     if best.rule == "held-out" and best.interval is not None:
         # The answer's two numbers, each named for what it is: the held-out estimate (IQM on test seeds the
         # search never used, with its 95% interval for 10 new seeds) and the search's own value of it.
@@ -645,8 +654,10 @@ def export(
         raise ExportError(f"MLflow export to {uri} did not start: nothing answers at {uri} ({problem}). Nothing in "
                           f"{sweep.path} is lost; run `rlsweep export {sweep.path}` once the server is up")
     limit = settings.trial_runs if trial_runs is None else trial_runs
+    if (problem := trial_runs_problem(limit)) is not None:
+        raise UsageError(problem, "trial_runs")
     chosen = trials_with_runs(sweep, limit)
-    progress = Progress(len(sweep.trials), sum(len(t.raw_rows or t.rows) for t in sweep.trials if chosen is None or t.trial_id in chosen), uri)
+    progress = Progress(len(sweep.trials), 0, uri)  # its rows: counted once the trials with a run are known
     terminated: list[ExportTerminated] = []
     try:
         # One writer at a time per sweep (another export, the live logger): each finds what the other wrote.
@@ -675,29 +686,48 @@ TRIALS_ARTIFACT = "trials.csv"
 TRIAL_RUNS_TAG = "rlsweep.trial_runs"
 
 
+def trial_runs_problem(limit: Any) -> str | None:
+    """Why ``limit`` is no ``trial_runs`` (a whole number of trials, 0 or more, or "all"); None where it is one."""
+    if limit == "all" or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
+        return None
+    return f"a whole number of trials (0 or more) or 'all', got {limit!r}"
+
+
 def trials_with_runs(sweep: SweepView, limit: int | str) -> set[str] | None:
     """The trials that get a child run: None (every one) where the sweep has at most ``limit`` trials or
     ``limit`` is "all"; else the best ``limit`` by the metric under ``avg-last-3`` (trials that never reported
-    it have no place among them)."""
+    it, ended in an error or diverged have no place among them), and the trials the sweep's answers name
+    beside them: the winner under its default rule (the held-out stage's, where it ran), the stage's other
+    entrants and the configurations ``rlsweep confirm`` retrained, so the tags and runs that name them lead
+    to a run."""
     from rlsweep.analysis._rules import DEFAULT_RULE
 
     if limit == "all" or len(sweep.trials) <= int(limit):
         return None
-    return {best.trial_id for best in sweep.ranked(DEFAULT_RULE, top=int(limit))} if int(limit) else set()
+    chosen = {best.trial_id for best in sweep.ranked(DEFAULT_RULE, top=int(limit))} if int(limit) else set()
+    stage = sweep.held_out() or {}
+    named = {stage.get("winner"), *(entrant.get("candidate") for entrant in stage.get("candidates") or [])}
+    confirmation = sweep.confirmation() or {}
+    named |= {row.get("trial_id") for row in confirmation.get("configurations") or []}
+    return chosen | (named & {t.trial_id for t in sweep.trials})
 
 
 def _trial_runs_line(sweep: SweepView, best: int, with_run: int) -> str:
     return (f"{with_run:,} of {len(sweep.trials):,} trials have a child run: the best {best:,} by "
-            f"{sweep.spec.metric.name} (avg-last-3){', and those that had one' if with_run > best else ''}; "
-            f"every trial is in {TRIALS_ARTIFACT}")
+            f"{sweep.spec.metric.name} (avg-last-3) with those the sweep's answers name"
+            f"{', and those that had one' if with_run > best else ''}; every trial is in {TRIALS_ARTIFACT}, "
+            "its child_run column naming the run")
 
 
-def _log_trials_table(client: Any, parent_id: str, sweep: SweepView) -> None:
+def _log_trials_table(client: Any, parent_id: str, sweep: SweepView, run_ids: Mapping[str, str]) -> None:
     """Every trial's id, state, config and final values as the parent run's ``trials.csv`` (replaced on each
-    export), so a sweep of thousands of trials is one file to open, not thousands of runs."""
+    export), so a sweep of thousands of trials is one file to open, not thousands of runs; ``child_run``
+    is the trial's run id where it has one (``run_ids``)."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory, TRIALS_ARTIFACT)
-        sweep.table().to_csv(path, index=False)
+        table = sweep.table()
+        table.insert(1, "child_run", table["trial_id"].map(run_ids))
+        table.to_csv(path, index=False)
         client.log_artifact(parent_id, str(path))
 
 
@@ -715,6 +745,7 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
     best = 0 if chosen is None else len(chosen)
     # Trials that have a run already (an earlier export's, the live logger's) keep it up to date.
     chosen = None if chosen is None else chosen | set(children)
+    progress.total_rows = sum(len(t.raw_rows or t.rows) for t in sweep.trials if chosen is None or t.trial_id in chosen)
     # Whether a driver runs the sweep now: only then may a run of it stay RUNNING.
     statuses = _ENDED if store.driver_running(sweep.path) else _STOPPED
     ended_trials = all(t.state in (store.TERMINATED, store.ERROR, *_UNREAD) for t in sweep.trials)
@@ -724,10 +755,13 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
     ended: list[str] = []
     if parent_status is not None and client.get_run(parent_id).info.status != parent_status:
         ended.append(parent_id)
+    run_ids: dict[str, str] = {}  # trial id -> its child run
     try:
         for index, trial in enumerate(sweep.trials, start=1):
             progress.trial = index
             run = children.pop(trial.trial_id, None)
+            if run is not None:
+                run_ids[trial.trial_id] = run.info.run_id
             if chosen is not None and trial.trial_id not in chosen:
                 progress.finished += 1
                 continue  # in trials.csv, with no run of its own
@@ -742,17 +776,17 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
             if run is None and not raw and trial.state == store.PENDING:
                 progress.finished += 1
                 continue  # it never started: nothing to show, and no run that would claim it runs
-            _export_trial(client, experiment_, sweep_id, parent_id, trial, run, statuses.get(trial.state), ended,
-                          spec.metric.name, progress)
+            run_ids[trial.trial_id] = _export_trial(client, experiment_, sweep_id, parent_id, trial, run,
+                                                    statuses.get(trial.state), ended, spec.metric.name, progress)
             progress.finished += 1
         for run in children.values():  # runs of trials no longer on disk
             if run.info.status == "RUNNING" and statuses is _STOPPED:
                 client.set_terminated(run.info.run_id, status="KILLED")
-        with_run = [t for t in sweep.trials if chosen is None or t.trial_id in chosen]
-        client.set_tag(parent_id, TRIAL_RUNS_TAG, "all" if chosen is None else _trial_runs_line(sweep, best, len(with_run)))
-        _log_trials_table(client, parent_id, sweep)
+        with_run = len(run_ids)
+        client.set_tag(parent_id, TRIAL_RUNS_TAG, "all" if chosen is None else _trial_runs_line(sweep, best, with_run))
+        _log_trials_table(client, parent_id, sweep, run_ids)
         if sweep.has_results():
-            _log_best(client, parent_id, sweep, with_run)
+            _log_best(client, parent_id, sweep)
         confirmation = sweep.confirmation()
         if confirmation is not None:
             _log_confirmation(client, experiment_, parent_id, sweep_id, sweep, confirmation, ended)
@@ -768,9 +802,9 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
 def _export_trial(
     client: Any, experiment: str, sweep_id: str, parent_id: str, trial: Any, run: Any, status: str | None,
     ended: list[str], metric: str, progress: Progress,
-) -> None:
+) -> str:
     """One trial's child run: made if new, its params, setting tags and the rows it does not hold yet, its
-    error, and ``status`` (None: it stays as it is, RUNNING while the sweep's driver runs it)."""
+    error, and ``status`` (None: it stays as it is, RUNNING while the sweep's driver runs it). Returns its id."""
     if run is None:
         run_id = create_child(client, experiment, sweep_id, parent_id, trial.trial_id, trial.path, start_time=_trial_start_ms(trial))
         done, current = 0, None
@@ -792,6 +826,7 @@ def _export_trial(
         end = int(float(trial.rows[-1].get(store.TIMESTAMP_KEY, 0)) * 1000) if trial.rows else None
         client.set_terminated(run_id, status=status, end_time=end or None)
         ended.remove(run_id)
+    return run_id
 
 
 def _mark_failed(client: MlflowClient, run_ids: Iterable[str]) -> None:

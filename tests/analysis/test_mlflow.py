@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 
 from rlsweep import cli, store
 from rlsweep.analysis import _mlflow, load
-from rlsweep.errors import ExportError
+from rlsweep.errors import ExportError, UsageError
 from tests.conftest import REPO, TINY_SPEC
 from tests.experiments import new_experiment, write_trial
 
@@ -354,24 +354,53 @@ def test_a_sweep_over_trial_runs_gives_the_best_a_child_run_and_every_trial_a_ro
     assert sorted(table["trial_id"]) == ["aaa", "bbb", "ccc", "ddd"]
     assert dict(zip(table["trial_id"], table["config/training.lr"])) == {"aaa": 0.01, "bbb": 0.02, "ccc": 0.03, "ddd": 0.04}
     assert dict(zip(table["trial_id"], table["return_mean"])) == {"aaa": 10, "bbb": 20, "ccc": 30, "ddd": 40}
-    # aaa improves to the top: it gets a run; ccc, now third, keeps its run and is kept up to date.
-    shutil.rmtree(root / "train_aaa_00000_0_x")
-    write_trial(root, "aaa", [90, 90, 90, 90, 95], config={"training.lr": 0.01}, done=True)
+    assert dict(zip(table["trial_id"], table["child_run"].fillna(""))) == {
+        "aaa": "", "bbb": "", "ccc": runs["ccc"].info.run_id, "ddd": runs["ddd"].info.run_id}
+    # aaa improves to the top: it gets a run; ccc, now third, keeps its run, and a row it adds reaches it.
+    # bbb, with no run, reports last (its rows' times the latest).
+    for trial_id, returns in (("aaa", [90, 90, 90, 90, 95]), ("ccc", [25, 30, 30, 30, 31]), ("bbb", [20] * 7)):
+        shutil.rmtree(root / f"train_{trial_id}_00000_0_x")
+        write_trial(root, trial_id, returns, config={"training.lr": {"aaa": 0.01, "bbb": 0.02, "ccc": 0.03}[trial_id]}, done=True)
     load(root).to_mlflow(tracking_uri=uri, experiment="e")
     runs = _runs(uri)
     assert set(runs) == {"parent", "aaa", "ccc", "ddd"}
-    assert runs["aaa"].data.tags[_mlflow.ROWS_TAG] == "5"
+    assert runs["aaa"].data.tags[_mlflow.ROWS_TAG] == "5" and runs["ccc"].data.tags[_mlflow.ROWS_TAG] == "5"
+    assert runs["ccc"].data.metrics["return_mean"] == 31
     assert "and those that had one" in runs["parent"].data.tags[_mlflow.TRIAL_RUNS_TAG]
+    # The summary metrics are logged once per state of the results, whichever trials have a run.
+    points = len(client.get_metric_history(runs["parent"].info.run_id, "trials"))
+    load(root).to_mlflow(tracking_uri=uri, experiment="e", trial_runs=4)
+    assert len(client.get_metric_history(runs["parent"].info.run_id, "trials")) == points
     assert cli.main(["export", str(root), "--tracking-uri", uri, "--experiment", "e", "--trial-runs", "all"]) == 0
     runs = _runs(uri)
     assert set(runs) == {"parent", "aaa", "bbb", "ccc", "ddd"} and runs["parent"].data.tags[_mlflow.TRIAL_RUNS_TAG] == "all"
     assert len(client.search_runs([client.get_experiment_by_name("e").experiment_id])) == 5
+    for wrong in (-1, "ALL", 2.0):
+        with pytest.raises(UsageError, match=r"trial_runs: a whole number of trials \(0 or more\) or 'all'"):
+            load(root).to_mlflow(tracking_uri=uri, experiment="e", trial_runs=wrong)
 
 
-def test_live_logging_a_sweep_over_trial_runs_is_refused_at_validate():
+def test_the_trials_a_sweeps_answers_name_get_a_run_beyond_the_best(tmp_path):
+    """The held-out stage's winner and entrants and the confirmed configurations are what the parent's tags and
+    confirmation runs name: each gets a child run even where it is not among the best by tuning value."""
+    root = new_experiment(tmp_path / "exp", {**TINY_SPEC, "mlflow": {"trial_runs": 1}}, path=str((tmp_path / "exp").resolve()))
+    for trial_id, top in {"aaa": 10, "bbb": 20, "ccc": 30, "ddd": 40}.items():
+        write_trial(root, trial_id, [top, top, top], config={"training.lr": top / 1000}, done=True)
+    (root / store.HOLDOUT_FILE).write_text(json.dumps({
+        "winner": "bbb", "held_out_iqm": 15.0, "interval": [10.0, 20.0], "tuning_value": 20.0, "metric": "eval_return_mean",
+        "candidates": [{"candidate": "bbb", "values": {"1000": 15.0}}, {"candidate": "aaa", "values": {"1000": 5.0}}]}))
+    assert _mlflow.trials_with_runs(load(root), 1) == {"ddd", "bbb", "aaa"}
+
+
+def test_live_logging_a_sweep_over_trial_runs_is_refused_at_validate(tmp_path):
     from rlsweep import load_spec
     from rlsweep.errors import SpecError
 
     with pytest.raises(SpecError, match=r"mlflow\.live: .*budget\.trials is 300, over mlflow\.trial_runs \(200\)"):
         load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True}})
     assert load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True, "trial_runs": "all"}})
+    # A sweep that ran so (made before the rule) still reads and exports.
+    ran = {**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True}}
+    root = new_experiment(tmp_path / "exp", ran, path=str((tmp_path / "exp").resolve()))
+    write_trial(root, "aaa", [1.0, 2.0], config={"training.lr": 0.01}, done=True)
+    assert load(root).to_mlflow(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", experiment="e")

@@ -377,7 +377,9 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                   "zoo": "rl-baselines3-zoo's search (its best trial), retrained by rl-zoo3",
                   "per1_entry": "one seed a trial, over rl-baselines3-zoo's entry for the task",
                   "holdout_entry": "the held-out stage, over rl-baselines3-zoo's entry for the task",
-                  "holdout_entry_batch": "the held-out stage, over rl-baselines3-zoo's entry, also searching the batch"}
+                  "holdout_entry_batch": "the held-out stage, over rl-baselines3-zoo's entry, also searching the batch",
+                  "per1_entry_batch": "one seed a trial (the search's answer), over rl-baselines3-zoo's entry, also searching the batch",
+                  "per3_entry_batch": "three seeds a trial (IQM), over rl-baselines3-zoo's entry, also searching the batch"}
     parts = []
     for loaded in current:
         data = loaded.data
@@ -410,7 +412,11 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                           ("per1_entry_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry against rl-baselines3-zoo's answer"),
                           ("holdout_entry_batch_minus_holdout", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against the same over the task's own settings"),
                           ("holdout_entry_batch_minus_holdout_entry", "searching the batch too against not"),
-                          ("holdout_entry_batch_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer")):
+                          ("holdout_entry_batch_minus_zoo", "the held-out stage over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer"),
+                          ("holdout_entry_batch_minus_per1_entry_batch", "over rl-baselines3-zoo's entry, searching the batch, the held-out stage's winner against the search's own"),
+                          ("per3_entry_batch_minus_per1_entry_batch", "over the same, three seeds a trial (IQM) against one"),
+                          ("holdout_entry_batch_minus_per3_entry_batch", "over the same, the held-out stage against three seeds a trial"),
+                          ("per1_entry_batch_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer")):
             versus = data.get(key)
             if versus and versus.get("sweeps", 0) >= 2:
                 ci_low, ci_high = versus["ci95"]

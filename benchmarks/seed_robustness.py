@@ -51,6 +51,9 @@ on CartPole-v1, 20,000) and ``pendulum`` (SAC on Pendulum-v1, 10,000, rl-zoo3's 
 ``examples/zoo_sac_space.yaml``; about 10 times as slow per env step).
 
     .venv/bin/python benchmarks/seed_robustness.py --task acrobot --sweep-seeds 0 1 2 3 4
+
+``--pool FILE ...`` joins one task's results files; ``--across FILE:A:B ...`` pairs two sides over several
+tasks, each sweep's difference as a share of its task's score range.
 """
 
 from __future__ import annotations
@@ -435,14 +438,61 @@ def pool(files: list[Path]) -> Path:
     return out
 
 
+def across(parts: list[str]) -> Path:
+    """One paired comparison over several tasks: each part ``FILE:A:B`` (a results file, pooled or not, and two
+    of its sides) gives each sweep seed's test-IQM difference A - B as a share of that task's score range;
+    the mean over every sweep of every part, with a 95% bootstrap interval, says whether A's answers beat B's
+    across the tasks (a task's own comparison may be too noisy to). Written to
+    ``seed_robustness-across-<date>.json``, each part naming its file and the commits it measured."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    shares: list[float] = []
+    described = []
+    for part in parts:
+        name, a, b = part.rsplit(":", 2)
+        path = Path(name) if Path(name).exists() else HERE / "results" / name
+        data = json.loads(path.read_text())
+        low, high = data["setup"]["range"]
+        versus = paired(data["runs"], a, b)
+        if versus is None:
+            raise SystemExit(f"{path.name}: no sweep seed ran both {a} and {b}")
+        part_shares = [d / (high - low) for d in versus["differences"]]
+        shares += part_shares
+        commits = sorted({s.get("commit") for s in data.get("pooled_from", [])} - {None}) or [data.get("commit")]
+        described.append({"file": path.name, "task": data["task"], "a": a, "b": b, "sweeps": versus["sweeps"],
+                          "mean_share_of_range": float(np.mean(part_shares)), "commits": commits})
+    if len(shares) < 2:
+        raise SystemExit("an interval needs two paired sweeps or more")
+    ci = bootstrap((np.asarray(shares),), np.mean, confidence_level=0.95, n_resamples=10_000, random_state=0,
+                   method="percentile").confidence_interval
+    low, high = float(ci.low), float(ci.high)
+    verdict = ("unsettled" if len(shares) < MIN_SWEEPS_FOR_VERDICT else "better" if low > 0 else "worse" if high < 0
+               else "unsettled")
+    out = HERE / "results" / f"seed_robustness-across-{dt.datetime.now():%Y-%m-%dT%H%M}.json"
+    out.write_text(json.dumps({
+        "benchmark": "seed_robustness_across", "parts": described, "sweeps": len(shares),
+        "mean_share_of_range": float(np.mean(shares)), "ci95_share_of_range": [low, high], "verdict": verdict,
+    }, indent=1))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", type=Path, nargs="+", help="summarize these results files' runs together instead of running")
+    parser.add_argument("--across", nargs="+", metavar="FILE:A:B",
+                        help="pair sides A and B of each results file (a task each) as shares of its score range, "
+                             "pooled over every sweep of every file, instead of running")
     parser.add_argument("--task", choices=sorted(TASKS), default="acrobot")
     parser.add_argument("--sweep-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--sides", nargs="+", choices=sorted(SIDES), default=sorted(s for s, side in SIDES.items() if s != "zoo" and "base" not in side),
                         help="zoo needs rl-zoo3's venv, made once (benchmarks/_zoo.py)")
     args = parser.parse_args()
+    if args.across:
+        out = across(args.across)
+        print(out.read_text())
+        print(f"results: {out}")
+        return
     if args.pool:
         out = pool(args.pool)
         print(json.dumps(json.loads(out.read_text())["summary"], indent=1))

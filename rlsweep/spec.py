@@ -251,13 +251,14 @@ class MlflowSpec(Section):
     config and final values go to the parent run as trials.csv either way (past a few thousand runs MLflow's
     pages and run searches slow to a crawl); all: a child run for every trial"""
 
-
     @field_validator("trial_runs", mode="before")
     @classmethod
     def _trial_runs(cls, value: Any) -> Any:
+        # One clear error, not one per member of the union (a count's bounds, then "must be 'all'").
         if value == "all" or (type(value) is int and 0 <= value <= 1_000_000):
             return value
         raise ValueError(f"is a whole number of trials from 0 to 1,000,000, or all; got {value!r}")
+
 
 class TracingSpec(Section):
     otlp_endpoint: Text | None = None

@@ -399,6 +399,12 @@ def test_live_logging_a_sweep_over_trial_runs_is_refused_at_validate(tmp_path):
     with pytest.raises(SpecError, match=r"mlflow\.live: .*budget\.trials is 300, over mlflow\.trial_runs \(200\)"):
         load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True}})
     assert load_spec({**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True, "trial_runs": "all"}})
+    # A count out of bounds is one problem at its path, not one per member of the union.
+    for wrong in (-1, "ALL", 2.5):
+        with pytest.raises(SpecError) as refused:
+            load_spec({**TINY_SPEC, "mlflow": {"trial_runs": wrong}})
+        assert str(refused.value).count("mlflow.trial_runs") == 1
+        assert f"mlflow.trial_runs: is a whole number of trials from 0 to 1,000,000, or all; got {wrong!r}" in str(refused.value)
     # A sweep that ran so (made before the rule) still reads and exports.
     ran = {**TINY_SPEC, "budget": {**TINY_SPEC["budget"], "trials": 300}, "mlflow": {"live": True}}
     root = new_experiment(tmp_path / "exp", ran, path=str((tmp_path / "exp").resolve()))

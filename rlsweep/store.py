@@ -346,7 +346,7 @@ def experiment_names(storage: str | Path) -> list[str]:
 
 def _entries(root: Path) -> list[Path]:
     try:
-        return [entry for entry in root.iterdir() if _is_dir(entry)]
+        return _subfolders(root)
     except OSError:  # no such folder, or one that cannot be listed: it holds no experiment to name
         return []
 

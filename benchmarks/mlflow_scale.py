@@ -8,7 +8,7 @@ store, then runs again (nothing new to write: what a re-export after a crash or 
 costs). The export gives child runs to the best ``mlflow.trial_runs`` trials (200 by default; ``--trial-runs``)
 and every trial a row of the parent run's ``trials.csv``. The server is ``rlsweep ui``'s (``mlflow server`` on
 127.0.0.1 over a SQLite store). A page counts as open when its text shows the sweep's parent run (the
-experiment page) or the run's ``trials.csv`` artifact and its best trial tag (the run page).
+experiment page) or the run's ``trials.csv`` artifact (the run's artifacts page).
 
 Goals (issue: 10,000-trial scale): each export at most 60 s, ``search_runs`` in seconds, each page open in
 at most 3 s.
@@ -89,8 +89,8 @@ def start_server(store: Path) -> tuple[subprocess.Popen, str]:
 
 
 def pages(server: str, name: str) -> dict[str, Any]:
-    """Seconds until the experiment page shows the sweep's run, and until the parent run's page shows its
-    artifacts' trials.csv and best-trial tag; each opened twice (a cold and a warm browser cache)."""
+    """Seconds until the experiment page shows the sweep's run, and until the parent run's artifacts page
+    shows its trials.csv; each opened twice (a cold and a warm browser cache)."""
     import shutil
 
     from mlflow import MlflowClient

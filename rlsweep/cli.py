@@ -675,12 +675,12 @@ def _trial_runs(text: str) -> int | str:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from rlsweep.spec import MlflowSpec
+    from rlsweep.analysis._mlflow import trial_runs_of
 
     sweep = _load(args.dir)
     run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment, trial_runs=args.trial_runs)
     print(f"exported {len(sweep.trials)} trials: {_mlflow_line(sweep.path, sweep.spec.mlflow, run_id, args.tracking_uri, args.experiment)}")
-    limit = (sweep.spec.mlflow.trial_runs if sweep.spec.mlflow else MlflowSpec().trial_runs) if args.trial_runs is None else args.trial_runs
+    limit = trial_runs_of(sweep, args.trial_runs)
     if limit != "all" and len(sweep.trials) > limit:
         print(f"child runs for the best {limit:,} trials by {sweep.spec.metric.name}; every trial is in the parent run's "
               f"trials.csv (`--trial-runs all` gives each trial a run)")

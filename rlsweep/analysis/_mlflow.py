@@ -653,7 +653,7 @@ def export(
     if state == DOWN:
         raise ExportError(f"MLflow export to {uri} did not start: nothing answers at {uri} ({problem}). Nothing in "
                           f"{sweep.path} is lost; run `rlsweep export {sweep.path}` once the server is up")
-    limit = settings.trial_runs if trial_runs is None else trial_runs
+    limit = trial_runs_of(sweep, trial_runs)
     if (problem := trial_runs_problem(limit)) is not None:
         raise UsageError(problem, "trial_runs")
     chosen = trials_with_runs(sweep, limit)
@@ -684,6 +684,11 @@ _UNREAD = (store.MISSING, store.UNREADABLE, store.UNLISTED)
 TRIALS_ARTIFACT = "trials.csv"
 #: On the parent run: which trials have a child run ("all", or "the best 200 of 10,000 by ...").
 TRIAL_RUNS_TAG = "rlsweep.trial_runs"
+
+
+def trial_runs_of(sweep: SweepView, trial_runs: int | str | None = None) -> int | str:
+    """How many trials get a child run: ``trial_runs`` where given, else the spec's ``mlflow.trial_runs``."""
+    return (sweep.spec.mlflow or MlflowSpec()).trial_runs if trial_runs is None else trial_runs
 
 
 def trial_runs_problem(limit: Any) -> str | None:

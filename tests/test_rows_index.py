@@ -287,3 +287,26 @@ def test_a_state_index_of_another_folder_or_a_damaged_state_is_not_used(tmp_path
     for _ in range(2):
         state = store.tune_state(copy)
         assert state.entries is None and "is not JSON" in state.damage[0]
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_reading_leaves_the_programs_garbage_collector_as_it_was(tmp_path, collecting):
+    """A read turns the cyclic collector off while it builds the trials and hands what it read to the oldest
+    generation: the collector is on or off afterwards as the program had it, and objects the program froze
+    (``gc.freeze()``, as a server that forks does) stay frozen."""
+    import gc
+
+    root = _sweep(tmp_path / "exp")
+    frozen = [[index] for index in range(3)]
+    was = gc.isenabled()
+    gc.freeze()
+    try:
+        gc.enable() if collecting else gc.disable()
+        rlsweep.load(root)
+        assert gc.isenabled() is collecting
+        ids = {id(o) for o in frozen}
+        assert not [o for o in gc.get_objects() if id(o) in ids]  # the collector's generations leave out frozen ones
+    finally:
+        gc.unfreeze()
+        gc.enable() if was else gc.disable()
+    assert len([o for o in gc.get_objects() if id(o) in ids]) == 3  # (so the check above can see them)

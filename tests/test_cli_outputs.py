@@ -385,3 +385,16 @@ def test_each_searchers_most_draws_end_well_within_a_minute(tmp_path, searcher):
     configs = sample(spec, SEARCHERS[searcher].max_samples, searcher=searcher)
     assert len(configs) == SEARCHERS[searcher].max_samples
     assert time.perf_counter() - started < 45
+
+
+@pytest.mark.parametrize("command", ["status", "best"])
+def test_a_caller_that_runs_a_reader_command_in_process_gets_its_garbage_collector_back(experiment, command, capsys):
+    """A reader command keeps what it read out of the cyclic collector's walks while it runs; called in a
+    program that lives on (``main([...])``), it leaves nothing frozen behind, and the answer is the same."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    assert main([command, str(experiment)]) == 0
+    assert gc.get_freeze_count() == 0
+    first = capsys.readouterr().out
+    assert main([command, str(experiment)]) == 0 and capsys.readouterr().out == first and "bbbb" in first

@@ -36,42 +36,75 @@ def _save(figure: Any, path: Path) -> Path:
 
 def curves_figure(sweep: SweepView) -> Any:
     """The metric against env steps for every trial (a line labelled with its id); a trial that stopped
-    before the budget (a scheduler's stop, or an error) ends in an x."""
+    before the budget (a scheduler's stop, or an error) ends in an x. Above :data:`MANY_CURVES` trials: the
+    spread of every trial's curve as a band, and the best :data:`MANY_BEST` as lines (:func:`_many_curves`)."""
     metric = sweep.spec.metric.name
+    budget = sweep.spec.budget.env_steps
     figure = _figure(9, 5)
     axes = figure.subplots()
     curves = [(trial, steps, trial.values(metric)) for trial in sweep.trials if (steps := trial.steps())]
-    if len(curves) > MANY_CURVES:
-        _many_curves(axes, curves, sweep.spec.budget.env_steps)
-    for trial, steps, values in curves if len(curves) <= MANY_CURVES else ():
+    many = len(curves) > MANY_CURVES
+    shown = _many_curves(axes, curves, budget, sweep.spec.metric.mode) if many else curves
+    for trial, steps, values in shown:
         (line,) = axes.plot(steps, values, linewidth=1.2, alpha=0.85, label=trial.trial_id)
-        if steps[-1] < sweep.spec.budget.env_steps:
+        if steps[-1] < budget:
             axes.plot(steps[-1], values[-1], marker="x", markersize=8, color=line.get_color(), label=f"_stopped {trial.trial_id}")
     axes.set_xlabel("env steps")
     axes.set_ylabel(metric)
-    shown = "per trial" if len(curves) <= MANY_CURVES else f"of {len(curves):,} trials"
-    axes.set_title(f"{sweep.spec.name}: {metric} {shown} (x = stopped before the budget)", fontsize=10)
-    axes.grid(alpha=0.3)
-    if len(sweep.trials) <= 12:
+    if many:
+        stopped = sum(steps[-1] < budget for _, steps, _ in curves)
+        axes.set_title(f"{sweep.spec.name}: {metric} of {len(curves):,} trials, {stopped:,} stopped before the budget\n"
+                       f"bands: the middle 50% and 80% of the trials training at each step; lines: their median and "
+                       f"the best {len(shown)} trials (x = stopped)", fontsize=9)
         axes.legend(fontsize=7, loc="best")
+    else:
+        axes.set_title(f"{sweep.spec.name}: {metric} per trial (x = stopped before the budget)", fontsize=10)
+        if len(sweep.trials) <= 12:
+            axes.legend(fontsize=7, loc="best")
+    axes.grid(alpha=0.3)
     figure.tight_layout()
     return figure
 
 
-#: Above this many trials the curves are drawn as one thin, translucent collection, their stops as one set of
-#: markers: a line and a legend entry each would take seconds per thousand trials and hide each other anyway.
+#: Above this many trials the curves are drawn as their spread (:func:`_many_curves`): a line each would take
+#: seconds per thousand trials to draw and hide each other anyway.
 MANY_CURVES = 200
+#: How many of the best trials' curves a sweep of more than MANY_CURVES trials shows as lines.
+MANY_BEST = 10
+#: The env-step points at which the spread of many trials' curves is taken.
+SPREAD_POINTS = 80
 
 
-def _many_curves(axes: Any, curves: list[tuple[Any, list[int], list[float]]], budget: int) -> None:
-    from matplotlib.collections import LineCollection
+def _many_curves(axes: Any, curves: list[tuple[Any, list[int], list[float]]], budget: int, mode: str) -> list[Any]:
+    """Draw the spread of many curves: at each of SPREAD_POINTS env-step points, the 10-90% and 25-75% of the
+    trials still training there (each trial's curve interpolated between its results, never past its last)
+    as bands, their median as a line. Returns the best MANY_BEST curves (by their best value under ``mode``)
+    for the caller to draw as lines."""
+    import warnings
 
-    axes.add_collection(LineCollection([list(zip(steps, values)) for _, steps, values in curves],
-                                       linewidths=0.6, alpha=0.3, colors="tab:blue"))
-    stopped = [(steps[-1], values[-1]) for _, steps, values in curves if steps[-1] < budget]
-    if stopped:
-        axes.scatter(*zip(*stopped), marker="x", s=16, linewidths=0.8, color="tab:red", alpha=0.6)
-    axes.autoscale_view()
+    import numpy as np
+
+    end = max(budget, max(steps[-1] for _, steps, _ in curves))
+    grid = np.linspace(0, end, SPREAD_POINTS + 1)[1:]
+    at = np.full((len(curves), len(grid)), np.nan)
+    best = np.full(len(curves), np.nan)
+    for i, (_, steps, values) in enumerate(curves):
+        x, y = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+        finite = np.isfinite(y)
+        if not finite.any():
+            continue
+        x, y = x[finite], y[finite]
+        best[i] = y.max() if mode == "max" else y.min()
+        inside = (grid >= x[0]) & (grid <= x[-1])
+        at[i, inside] = np.interp(grid[inside], x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a point no trial reached: no spread there
+        p10, p25, p50, p75, p90 = np.nanpercentile(at, [10, 25, 50, 75, 90], axis=0)
+    axes.fill_between(grid, p10, p90, color="tab:gray", alpha=0.2, linewidth=0, label="10-90%")
+    axes.fill_between(grid, p25, p75, color="tab:gray", alpha=0.35, linewidth=0, label="25-75%")
+    axes.plot(grid, p50, color="black", linewidth=1.5, label="median")
+    ranked = [i for i in np.argsort(-best if mode == "max" else best, kind="stable") if np.isfinite(best[i])]
+    return [curves[i] for i in ranked[:MANY_BEST]]
 
 
 def learning_curves(sweep: SweepView, path: Path) -> Path:

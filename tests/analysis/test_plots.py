@@ -137,27 +137,40 @@ def test_learning_curves_have_a_line_per_trial_against_env_steps_and_mark_the_tr
     assert axes.get_xlabel() == "env steps" and axes.get_ylabel() == "return_mean"
 
 
-def test_the_curves_of_a_sweep_of_many_trials_are_every_trials_as_one_collection_with_its_stops(tmp_path):
-    """Above MANY_CURVES trials a line each would take seconds per thousand and hide each other: one
-    collection holds every trial's curve, one set of markers every early stop."""
-    from matplotlib.collections import LineCollection, PathCollection
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_the_curves_of_a_sweep_of_many_trials_are_their_spread_and_the_best_trials_lines(tmp_path, mode):
+    """Above MANY_CURVES trials a line each would take seconds per thousand to draw and hide each other: the
+    trials' spread at each env step (bands of the middle 50% and 80%, a median line) and the best MANY_BEST
+    trials under the metric's mode as lines, each stopped one ending in an x; the title counts the trials and
+    the stops."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
 
-    from rlsweep.analysis._plots import MANY_CURVES
+    from rlsweep.analysis._plots import MANY_BEST, MANY_CURVES
+    from tests.conftest import TINY_SPEC
 
-    root = new_experiment(tmp_path / "exp", sweep_id="many")
+    spec = {**TINY_SPEC, "metric": {**TINY_SPEC.get("metric", {"name": "return_mean"}), "mode": mode}}
+    root = new_experiment(tmp_path / "exp", spec, sweep_id="many")
     count = MANY_CURVES + 1
-    for index in range(count):
-        stopped = index % 3 == 0
-        write_trial(root, f"{index:05d}", [index, index + 1] if stopped else [index, index + 1, index + 2, index + 3],
-                    config={"training.lr": 1e-3})
+    returns = {f"{i:05d}": [i, i + 1] if i % 3 == 0 else [i, i + 1, i + 2, i + 3] for i in range(count)}
+    for trial_id, values in returns.items():  # every third one stopped at 2,000 of the 4,000 env steps
+        write_trial(root, trial_id, values, config={"training.lr": 1e-3})
     (axes,) = load(root).plot("curves").axes
-    (curves,) = [c for c in axes.collections if isinstance(c, LineCollection)]
-    segments = sorted(segment.tolist() for segment in curves.get_segments())
-    assert len(segments) == count and axes.get_lines() == []
-    assert [[1000.0, 7.0], [2000.0, 8.0], [3000.0, 9.0], [4000.0, 10.0]] in segments
-    (stops,) = [c for c in axes.collections if isinstance(c, PathCollection)]
-    assert sorted(map(tuple, stops.get_offsets().tolist())) == sorted((2000.0, i + 1.0) for i in range(0, count, 3))
-    assert f"of {count:,} trials" in axes.get_title() and axes.get_ylim()[1] >= count + 2
+    lines = _labelled_lines(axes)
+    ranked = sorted(returns, key=lambda t: -max(returns[t]) if mode == "max" else min(returns[t]))
+    assert [label for label in lines if label not in ("median",) and not label.startswith("_")] == ranked[:MANY_BEST]
+    for trial_id in ranked[:MANY_BEST]:
+        assert list(lines[trial_id].get_ydata()) == returns[trial_id]
+    stops = sorted(label.removeprefix("_stopped ") for label in lines if label.startswith("_stopped"))
+    assert stops == sorted(t for t in ranked[:MANY_BEST] if len(returns[t]) == 2) and stops
+    # The median of the trials training at each step: at 2,000 every trial (i + 1), at 4,000 the ones that ran
+    # to the budget (i + 3); between results a trial's curve is interpolated.
+    median = dict(zip(lines["median"].get_xdata().tolist(), lines["median"].get_ydata().tolist()))
+    assert median[2000.0] == np.median([i + 1 for i in range(count)])
+    assert median[4000.0] == np.median([i + 3 for i in range(count) if i % 3])
+    assert median[2500.0] == np.median([i + 1.5 for i in range(count) if i % 3])
+    assert len([c for c in axes.collections if isinstance(c, PolyCollection)]) == 2
+    assert f"of {count:,} trials, {len(range(0, count, 3))} stopped before the budget" in axes.get_title()
 
 
 def test_parallel_coordinates_have_a_line_per_trial_coloured_by_its_best_score(experiment):

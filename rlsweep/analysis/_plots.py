@@ -94,6 +94,9 @@ def _many_curves(axes: Any, curves: list[tuple[Any, list[int], list[float]]], bu
         if not finite.any():
             continue
         x, y = x[finite], y[finite]
+        if (np.diff(x) < 0).any():  # (PBT: a trial that took another's checkpoint may go back in env steps)
+            order = np.argsort(x, kind="stable")
+            x, y = x[order], y[order]
         best[i] = y.max() if mode == "max" else y.min()
         inside = (grid >= x[0]) & (grid <= x[-1])
         at[i, inside] = np.interp(grid[inside], x, y)

@@ -293,3 +293,18 @@ def test_sweep_and_best_render_as_html_tables_in_a_notebook(experiment):
     best = sweep.best()
     card = best._repr_html_()
     assert best.trial_id in card and "training.lr" in card and "<table>" in card
+
+
+def test_the_spread_of_many_curves_reads_a_pbt_trial_that_went_back_in_env_steps_in_env_step_order():
+    """A PBT trial that took another's checkpoint can report fewer env steps than before; its curve enters the
+    spread in env-step order, not as a line that doubles back."""
+    from matplotlib.figure import Figure
+
+    from rlsweep.analysis._plots import _many_curves
+
+    axes = Figure().subplots()
+    # Results at 1,000, then 3,000, then (restored from a checkpoint) 2,000 and 4,000 env steps.
+    best = _many_curves(axes, [("pbt", [1000, 3000, 2000, 4000], [0.0, 100.0, 10.0, 30.0])], 4000, "max")
+    median = dict(zip(axes.get_lines()[0].get_xdata().tolist(), axes.get_lines()[0].get_ydata().tolist()))
+    assert [median[x] for x in (1500.0, 2000.0, 2500.0, 3000.0, 3500.0)] == [5.0, 10.0, 55.0, 100.0, 65.0]
+    assert [name for name, _, _ in best] == ["pbt"]

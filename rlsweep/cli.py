@@ -461,8 +461,13 @@ def _experiment_dir(text: str) -> str:
     return str(chosen)
 
 
-def _load(directory: str) -> Any:
-    """An experiment directory named on the command line; a wrong one is invalid input (exit 2)."""
+def _load(directory: str, *, freeze: bool = False) -> Any:
+    """An experiment directory named on the command line; a wrong one is invalid input (exit 2).
+
+    ``freeze``: for a command that reads the sweep and ends (status, best, plot, export), keep what was read
+    out of the cyclic collector's sight until the command ends: its full collections would walk every row of
+    every trial again (a quarter second on 10,000 trials, and once more on the way out). Refcounting still
+    frees what is in no reference cycle; :func:`main` hands the rest back to a caller that lives on."""
     from rlsweep.analysis import load
 
     try:
@@ -470,12 +475,9 @@ def _load(directory: str) -> Any:
     except SweepError as exc:
         raise UsageError(str(exc).removeprefix(f"{Path(directory).expanduser().resolve()}: "), "DIR") from None
     global _FROZE
-    if not gc.get_freeze_count():  # (a program that freezes objects of its own is left to do so)
-        # What was read lives until the command ends: out of the cyclic collector's sight (refcounting still
-        # frees it), or its next full collection walks every row of every trial again (a quarter second on
-        # 10,000 trials). :func:`main` hands it back to a caller that lives on.
-        gc.freeze()
+    if freeze and not gc.get_freeze_count():  # (a program that freezes objects of its own is left to do so)
         _FROZE = True
+        gc.freeze()
     return sweep
 
 
@@ -501,7 +503,7 @@ def _rule(text: str) -> Any:
 
 
 def _best(args: argparse.Namespace) -> int:
-    sweep = _load(args.dir)
+    sweep = _load(args.dir, freeze=True)
     best = sweep.best(rule=None if args.rule is None else _rule(args.rule))
     stage = sweep.held_out()
     if args.json:
@@ -546,7 +548,7 @@ def _plot(args: argparse.Namespace) -> int:
         raise UsageError(f"must be in [{low}, {high}] dots per inch, got {shorten(args.dpi)}", "--dpi")
     out = _output_path(args.output) if args.output else None
     fmt = _plot_format(args.output) if args.output else "png"
-    sweep = _load(args.dir)
+    sweep = _load(args.dir, freeze=True)
     if out is None:
         out = sweep.path / "plots" / f"{args.kind}.png"
         try:
@@ -570,7 +572,7 @@ def _plot(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    sweep = _load(args.dir)
+    sweep = _load(args.dir, freeze=True)
     table = sweep.table()
     if args.json:
         print(table.to_json(orient="records"))
@@ -690,7 +692,7 @@ def _trial_runs(text: str) -> int | str:
 def _export(args: argparse.Namespace) -> int:
     from rlsweep.analysis._mlflow import trial_runs_of
 
-    sweep = _load(args.dir)
+    sweep = _load(args.dir, freeze=True)
     run_id = sweep.to_mlflow(tracking_uri=args.tracking_uri, experiment=args.experiment, trial_runs=args.trial_runs)
     print(f"exported {len(sweep.trials)} trials: {_mlflow_line(sweep.path, sweep.spec.mlflow, run_id, args.tracking_uri, args.experiment)}")
     limit = trial_runs_of(sweep, args.trial_runs)

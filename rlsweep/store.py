@@ -1550,9 +1550,10 @@ def _read_experiment(
     finally:
         if collecting:
             if not gc.get_freeze_count():  # (a program that froze objects of its own keeps them frozen)
-                # What was read lives as long as the sweep: moved to the oldest generation without a walk
-                # (freeze, then unfreeze into it). Left young, the next two young collections would each walk
-                # all of it: on 10,000 trials, a fifth of `rlsweep status`.
+                # Every object made while the collector was off (what was read, and anything else the program
+                # made meanwhile) moves to the oldest generation without a walk: freeze, then unfreeze into it.
+                # What was read lives as long as the sweep; left young, the next two young collections would
+                # each walk all of it (on 10,000 trials, a fifth of `rlsweep status`).
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()

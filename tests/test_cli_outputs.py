@@ -388,13 +388,25 @@ def test_each_searchers_most_draws_end_well_within_a_minute(tmp_path, searcher):
 
 
 @pytest.mark.parametrize("command", ["status", "best"])
-def test_a_caller_that_runs_a_reader_command_in_process_gets_its_garbage_collector_back(experiment, command, capsys):
+def test_a_caller_that_runs_a_reader_command_in_process_gets_its_garbage_collector_back(experiment, command, capsys,
+                                                                                         monkeypatch):
     """A reader command keeps what it read out of the cyclic collector's walks while it runs; called in a
     program that lives on (``main([...])``), it leaves nothing frozen behind, and the answer is the same."""
     import gc
 
+    from rlsweep.analysis._load import Sweep
+
+    frozen_while_answering = []
+    best = Sweep.best
+
+    def watched(self, *args, **kwargs):
+        frozen_while_answering.append(gc.get_freeze_count())
+        return best(self, *args, **kwargs)
+
+    monkeypatch.setattr(Sweep, "best", watched)
     assert gc.get_freeze_count() == 0
     assert main([command, str(experiment)]) == 0
+    assert frozen_while_answering and all(count > 0 for count in frozen_while_answering)
     assert gc.get_freeze_count() == 0
     first = capsys.readouterr().out
     assert main([command, str(experiment)]) == 0 and capsys.readouterr().out == first and "bbbb" in first

@@ -37,7 +37,9 @@ def _save(figure: Any, path: Path) -> Path:
 def curves_figure(sweep: SweepView) -> Any:
     """The metric against env steps for every trial (a line labelled with its id); a trial that stopped
     before the budget (a scheduler's stop, or an error) ends in an x. Above :data:`MANY_CURVES` trials: the
-    spread of every trial's curve as a band, and the best :data:`MANY_BEST` as lines (:func:`_many_curves`)."""
+    spread of every trial's curve as bands, and the best :data:`MANY_BEST` as lines (:func:`_many_curves`)."""
+    from rlsweep.store import PENDING, RUNNING
+
     metric = sweep.spec.metric.name
     budget = sweep.spec.budget.env_steps
     figure = _figure(9, 5)
@@ -47,15 +49,15 @@ def curves_figure(sweep: SweepView) -> Any:
     shown = _many_curves(axes, curves, budget, sweep.spec.metric.mode) if many else curves
     for trial, steps, values in shown:
         (line,) = axes.plot(steps, values, linewidth=1.2, alpha=0.85, label=trial.trial_id)
-        if steps[-1] < budget:
+        if steps[-1] < budget and trial.state not in (RUNNING, PENDING):
             axes.plot(steps[-1], values[-1], marker="x", markersize=8, color=line.get_color(), label=f"_stopped {trial.trial_id}")
     axes.set_xlabel("env steps")
     axes.set_ylabel(metric)
     if many:
-        stopped = sum(steps[-1] < budget for _, steps, _ in curves)
-        axes.set_title(f"{sweep.spec.name}: {metric} of {len(curves):,} trials, {stopped:,} stopped before the budget\n"
-                       f"bands: the middle 50% and 80% of the trials training at each step; lines: their median and "
-                       f"the best {len(shown)} trials (x = stopped)", fontsize=9)
+        stopped = sum(steps[-1] < budget and trial.state not in (RUNNING, PENDING) for trial, steps, _ in curves)
+        axes.set_title(f"{sweep.spec.name}: {metric} of {len(curves):,} trials ({stopped:,} stopped before the budget)\n"
+                       f"bands: the middle 50% and 80% of the trials training at each step; lines: their median\n"
+                       f"and the best {len(shown)} by the mean of their last {BEST_OF_LAST} results (x = stopped)", fontsize=8)
         axes.legend(fontsize=7, loc="best")
     else:
         axes.set_title(f"{sweep.spec.name}: {metric} per trial (x = stopped before the budget)", fontsize=10)
@@ -69,44 +71,54 @@ def curves_figure(sweep: SweepView) -> Any:
 #: Above this many trials the curves are drawn as their spread (:func:`_many_curves`): a line each would take
 #: seconds per thousand trials to draw and hide each other anyway.
 MANY_CURVES = 200
-#: How many of the best trials' curves a sweep of more than MANY_CURVES trials shows as lines.
-MANY_BEST = 10
-#: The env-step points at which the spread of many trials' curves is taken.
-SPREAD_POINTS = 80
+#: How many of the best trials' curves a sweep of more than MANY_CURVES trials shows as lines, ranked by the
+#: mean of their last BEST_OF_LAST results (the default rule, avg-last-3).
+MANY_BEST, BEST_OF_LAST = 10, 3
+#: The env-step points at which the spread of many trials' curves is taken, and the fewest trials a point of
+#: the spread stands on (fewer: left out, not drawn as if it were the sweep's spread).
+SPREAD_POINTS, MIN_SPREAD = 80, 5
 
 
 def _many_curves(axes: Any, curves: list[tuple[Any, list[int], list[float]]], budget: int, mode: str) -> list[Any]:
-    """Draw the spread of many curves: at each of SPREAD_POINTS env-step points, the 10-90% and 25-75% of the
-    trials still training there (each trial's curve interpolated between its results, never past its last)
-    as bands, their median as a line. Returns the best MANY_BEST curves (by their best value under ``mode``)
-    for the caller to draw as lines."""
+    """Draw the spread of many curves and return the best MANY_BEST (for the caller to draw as lines).
+
+    The env steps up to the budget (or the furthest result) are cut into SPREAD_POINTS equal spans. A trial's
+    value at a span's end: its last result in the span, else its curve interpolated between its results, where
+    the span lies between its first and last (never past its last). So every trial with a result counts,
+    however rarely it reported. At each point, the 10-90% and 25-75% of the trials' values are drawn as bands
+    and their median as a line, where MIN_SPREAD trials or more have a value there."""
     import warnings
 
     import numpy as np
 
     end = max(budget, max(steps[-1] for _, steps, _ in curves))
-    grid = np.linspace(0, end, SPREAD_POINTS + 1)[1:]
+    edges = np.linspace(0, end, SPREAD_POINTS + 1)
+    grid = edges[1:]
     at = np.full((len(curves), len(grid)), np.nan)
-    best = np.full(len(curves), np.nan)
+    score = np.full(len(curves), np.nan)
     for i, (_, steps, values) in enumerate(curves):
         x, y = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
         finite = np.isfinite(y)
         if not finite.any():
             continue
         x, y = x[finite], y[finite]
+        score[i] = y[-BEST_OF_LAST:].mean()
         if (np.diff(x) < 0).any():  # (PBT: a trial that took another's checkpoint may go back in env steps)
             order = np.argsort(x, kind="stable")
             x, y = x[order], y[order]
-        best[i] = y.max() if mode == "max" else y.min()
         inside = (grid >= x[0]) & (grid <= x[-1])
         at[i, inside] = np.interp(grid[inside], x, y)
+        # Each result's span (edges[k], edges[k + 1]]: the last one in a span is the trial's value at its end.
+        at[i, np.clip(np.searchsorted(edges, x, side="left") - 1, 0, len(grid) - 1)] = y
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a point no trial reached: no spread there
-        p10, p25, p50, p75, p90 = np.nanpercentile(at, [10, 25, 50, 75, 90], axis=0)
+        spread = np.nanpercentile(at, [10, 25, 50, 75, 90], axis=0)
+    spread[:, (~np.isnan(at)).sum(axis=0) < MIN_SPREAD] = np.nan  # a gap in the bands and the median
+    p10, p25, p50, p75, p90 = spread
     axes.fill_between(grid, p10, p90, color="tab:gray", alpha=0.2, linewidth=0, label="10-90%")
     axes.fill_between(grid, p25, p75, color="tab:gray", alpha=0.35, linewidth=0, label="25-75%")
     axes.plot(grid, p50, color="black", linewidth=1.5, label="median")
-    ranked = [i for i in np.argsort(-best if mode == "max" else best, kind="stable") if np.isfinite(best[i])]
+    ranked = [i for i in np.argsort(-score if mode == "max" else score, kind="stable") if np.isfinite(score[i])]
     return [curves[i] for i in ranked[:MANY_BEST]]
 
 

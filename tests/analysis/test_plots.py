@@ -27,7 +27,8 @@ def experiment(tmp_path):
     root = new_experiment(tmp_path / "exp", sweep_id="plots")
     for trial_id, (lr, hiddens, returns) in TRIALS.items():
         config = {"training.lr": lr, "rl_module.model_config.fcnet_hiddens": hiddens}
-        write_trial(root, trial_id, returns, config=config, config_in_rows=True)
+        # eeee ended (a scheduler's stop) at 2,000 of the 4,000 env steps.
+        write_trial(root, trial_id, returns, config=config, config_in_rows=True, done=trial_id == "eeee")
     return root
 
 
@@ -141,8 +142,8 @@ def test_learning_curves_have_a_line_per_trial_against_env_steps_and_mark_the_tr
 def test_the_curves_of_a_sweep_of_many_trials_are_their_spread_and_the_best_trials_lines(tmp_path, mode):
     """Above MANY_CURVES trials a line each would take seconds per thousand to draw and hide each other: the
     trials' spread at each env step (bands of the middle 50% and 80%, a median line) and the best MANY_BEST
-    trials under the metric's mode as lines, each stopped one ending in an x; the title counts the trials and
-    the stops."""
+    trials under the metric's mode (by the mean of their last 3 results, the default rule) as lines, each
+    stopped one ending in an x; the title counts the trials and the stops (a trial still running is none)."""
     import numpy as np
     from matplotlib.collections import PolyCollection
 
@@ -153,16 +154,19 @@ def test_the_curves_of_a_sweep_of_many_trials_are_their_spread_and_the_best_tria
     root = new_experiment(tmp_path / "exp", spec, sweep_id="many")
     count = MANY_CURVES + 1
     returns = {f"{i:05d}": [i, i + 1] if i % 3 == 0 else [i, i + 1, i + 2, i + 3] for i in range(count)}
-    for trial_id, values in returns.items():  # every third one stopped at 2,000 of the 4,000 env steps
-        write_trial(root, trial_id, values, config={"training.lr": 1e-3})
-    (axes,) = load(root).plot("curves").axes
+    for i, (trial_id, values) in enumerate(returns.items()):
+        # Every third one ends at 2,000 of the 4,000 env steps: half of them stopped there, half still running.
+        write_trial(root, trial_id, values, config={"training.lr": 1e-3}, done=i % 6 == 0)
+    sweep = load(root)
+    (axes,) = sweep.plot("curves").axes
     lines = _labelled_lines(axes)
-    ranked = sorted(returns, key=lambda t: -max(returns[t]) if mode == "max" else min(returns[t]))
-    assert [label for label in lines if label not in ("median",) and not label.startswith("_")] == ranked[:MANY_BEST]
+    ranked = sorted(returns, key=lambda t: -np.mean(returns[t][-3:]) if mode == "max" else np.mean(returns[t][-3:]))
+    assert [label for label in lines if label != "median" and not label.startswith("_")] == ranked[:MANY_BEST]
     for trial_id in ranked[:MANY_BEST]:
         assert list(lines[trial_id].get_ydata()) == returns[trial_id]
     stops = sorted(label.removeprefix("_stopped ") for label in lines if label.startswith("_stopped"))
-    assert stops == sorted(t for t in ranked[:MANY_BEST] if len(returns[t]) == 2) and stops
+    states = {t.trial_id: t.state for t in sweep.trials}
+    assert stops == sorted(t for t in ranked[:MANY_BEST] if len(returns[t]) == 2 and states[t] == "TERMINATED") and stops
     # The median of the trials training at each step: at 2,000 every trial (i + 1), at 4,000 the ones that ran
     # to the budget (i + 3); between results a trial's curve is interpolated.
     median = dict(zip(lines["median"].get_xdata().tolist(), lines["median"].get_ydata().tolist()))
@@ -170,7 +174,24 @@ def test_the_curves_of_a_sweep_of_many_trials_are_their_spread_and_the_best_tria
     assert median[4000.0] == np.median([i + 3 for i in range(count) if i % 3])
     assert median[2500.0] == np.median([i + 1.5 for i in range(count) if i % 3])
     assert len([c for c in axes.collections if isinstance(c, PolyCollection)]) == 2
-    assert f"of {count:,} trials, {len(range(0, count, 3))} stopped before the budget" in axes.get_title()
+    assert f"of {count:,} trials ({len(range(0, count, 6))} stopped before the budget)" in axes.get_title()
+
+
+def test_the_spread_of_many_curves_counts_trials_that_report_rarely_and_leaves_out_points_few_trials_reach():
+    """A trial whose results fall between the spread's points still counts (its last result in a span is its
+    value at the span's end); a point fewer than MIN_SPREAD trials reach is a gap, not a band of one trial."""
+    from matplotlib.figure import Figure
+
+    from rlsweep.analysis._plots import MIN_SPREAD, SPREAD_POINTS, _many_curves
+
+    axes = Figure().subplots()
+    budget = SPREAD_POINTS * 1000  # a point every 1,000 env steps
+    # One result each, at 4,100 env steps (between the points at 4,000 and 5,000); one trial also at the budget.
+    curves = [(f"t{i}", [4100], [float(i)]) for i in range(MIN_SPREAD)] + [("long", [4100, budget], [9.0, 50.0])]
+    _many_curves(axes, curves, budget, "max")
+    median = dict(zip(axes.get_lines()[0].get_xdata().tolist(), axes.get_lines()[0].get_ydata().tolist()))
+    assert median[5000.0] == 2.5  # the median of 0..4 and 9 (each trial's value in the span up to 5,000)
+    assert all(value != value for x, value in median.items() if x != 5000.0)  # NaN: one trial or none there
 
 
 def test_parallel_coordinates_have_a_line_per_trial_coloured_by_its_best_score(experiment):
@@ -300,11 +321,11 @@ def test_the_spread_of_many_curves_reads_a_pbt_trial_that_went_back_in_env_steps
     spread in env-step order, not as a line that doubles back."""
     from matplotlib.figure import Figure
 
-    from rlsweep.analysis._plots import _many_curves
+    from rlsweep.analysis._plots import MIN_SPREAD, _many_curves
 
     axes = Figure().subplots()
     # Results at 1,000, then 3,000, then (restored from a checkpoint) 2,000 and 4,000 env steps.
-    best = _many_curves(axes, [("pbt", [1000, 3000, 2000, 4000], [0.0, 100.0, 10.0, 30.0])], 4000, "max")
+    best = _many_curves(axes, [("pbt", [1000, 3000, 2000, 4000], [0.0, 100.0, 10.0, 30.0])] * MIN_SPREAD, 4000, "max")
     median = dict(zip(axes.get_lines()[0].get_xdata().tolist(), axes.get_lines()[0].get_ydata().tolist()))
     assert [median[x] for x in (1500.0, 2000.0, 2500.0, 3000.0, 3500.0)] == [5.0, 10.0, 55.0, 100.0, 65.0]
-    assert [name for name, _, _ in best] == ["pbt"]
+    assert [name for name, _, _ in best] == ["pbt"] * MIN_SPREAD

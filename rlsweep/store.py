@@ -1078,6 +1078,25 @@ class _RowsIndex:
             entry["settings"] = {"sig": signature, "value": settings}
             self.changed = True
 
+    def checkpoint_metrics(self, name: str, checkpoint: str, signature: list[int] | None) -> dict[str, Any] | None:
+        """The metrics kept for checkpoint folder ``checkpoint`` of trial folder ``name``, where its metadata file
+        is as it was when they were kept; else None."""
+        entry = self.entries.get(name)
+        found = entry.get("checkpoints") if isinstance(entry, dict) else None
+        kept = found.get(checkpoint) if isinstance(found, dict) else None
+        if (signature is not None and isinstance(kept, dict) and kept.get("sig") == signature
+                and isinstance(kept.get("metrics"), dict)):
+            return kept["metrics"]  # type: ignore[no-any-return]
+        return None
+
+    def put_checkpoints(self, name: str, kept: dict[str, Any]) -> None:
+        """Keep the trial folder's checkpoints' metrics (checkpoint folder -> signature and metrics): those read
+        now, so one deleted since is dropped."""
+        entry = self.entries.get(name)
+        if isinstance(entry, dict) and entry.get("checkpoints") != kept:  # (none where its results did not read)
+            entry["checkpoints"] = kept
+            self.changed = True
+
     def save(self, names: Iterable[str]) -> None:
         """Write the index of the trial folders ``names`` (those read now), where anything changed."""
         kept = {name: self.entries[name] for name in names if name in self.entries}
@@ -1350,17 +1369,27 @@ def _listing(folder: Path) -> set[str] | None:
 
 
 def _checkpoints(
-    trial_dir: Path, damage: list[str], notes: list[str], names: set[str] | None = None
+    trial_dir: Path, damage: list[str], notes: list[str], names: set[str] | None = None, index: _RowsIndex | None = None
 ) -> tuple[CheckpointRecord, ...]:
     """The trial's checkpoints rlsweep can vouch for. One without its metadata, or whose metadata was cut off
     as it was written (a trial killed mid-save), is skipped with a note; metadata that is there but cannot
     be read (a folder, NUL bytes, garbage, not rlsweep's) is damage. ``names``: the folder's listing, where
-    the caller has it."""
+    the caller has it. ``index``: the rows index, which keeps each checkpoint's metrics until its metadata
+    file changes (a sweep of 10,000 trials has as many checkpoints, each a file to open and parse)."""
     records = []
+    kept: dict[str, Any] = {}
     # One listing, not a glob's per-entry work: this runs for every trial of the sweep.
     names = _listing(trial_dir) if names is None else names
     found = sorted(trial_dir / name for name in names or () if fnmatch.fnmatchcase(name, CHECKPOINT_GLOB))
     for directory in found:
+        signature = _signature(directory / CHECKPOINT_META) if index is not None else None
+        if index is not None and (metrics := index.checkpoint_metrics(trial_dir.name, directory.name, signature)) is not None:
+            if _is_dir(directory / ALGORITHM_STATE):
+                records.append(CheckpointRecord(directory, metrics))
+                kept[directory.name] = {"sig": signature, "metrics": metrics}
+            else:
+                log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
+            continue
         try:
             meta = read_checkpoint_meta(directory)
         except UnreadableFile as exc:
@@ -1376,8 +1405,12 @@ def _checkpoints(
         if not _is_dir(directory / ALGORITHM_STATE):
             log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
             continue
-        metrics = meta.get("metrics", {})
-        records.append(CheckpointRecord(directory, {k: v for k, v in metrics.items() if _finite(v)}))
+        metrics = {k: v for k, v in meta.get("metrics", {}).items() if _finite(v)}
+        records.append(CheckpointRecord(directory, metrics))
+        if signature is not None and signature == _signature(directory / CHECKPOINT_META):  # unchanged as it was read
+            kept[directory.name] = {"sig": signature, "metrics": metrics}
+    if index is not None:
+        index.put_checkpoints(trial_dir.name, kept)
     return tuple(records)
 
 
@@ -1521,7 +1554,7 @@ def _read_trial(
         done = bool(rows) and (last.get(DONE_KEY) or last.get(DIVERGED) or env_steps(last) >= budget_env_steps)
         status = TERMINATED if done else RUNNING if rows else PENDING
     settings = _settings(trial_dir, damage, index)
-    checkpoints = _checkpoints(trial_dir, damage, notes, names)
+    checkpoints = _checkpoints(trial_dir, damage, notes, names, index)
     return Trial(
         trial_id=trial_id,
         path=trial_dir,

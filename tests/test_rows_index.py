@@ -172,6 +172,36 @@ def test_the_settings_a_trial_recorded_come_from_the_index_until_the_file_change
         assert trial.seed is None and any(store.TRIAL_FILE in d for d in trial.damage)
 
 
+def test_the_checkpoints_metrics_come_from_the_index_until_their_metadata_changes_or_they_go(tmp_path, monkeypatch):
+    """A sweep of 10,000 trials has as many checkpoints, each a metadata file to open and parse: a read after
+    the first takes their metrics from the rows index while each file is as it was, reads a rewritten one
+    again, drops one deleted since, and names damage every time."""
+    import shutil
+
+    root = new_experiment(tmp_path / "exp")
+    folder = write_trial(root, "aaaaa_00000", [1.0, 2.0, 3.0], config={"training.lr": 0.001}, checkpoints=[1000, 2000, 3000])
+    first = [(c.path.name, dict(c.metrics)) for c in rlsweep.load(root).trials[0].checkpoints]
+    assert len(first) == 3
+    read: list[str] = []
+    reading = store.read_checkpoint_meta
+    monkeypatch.setattr(store, "read_checkpoint_meta", lambda directory: read.append(Path(directory).name) or reading(directory))
+    assert [(c.path.name, dict(c.metrics)) for c in rlsweep.load(root).trials[0].checkpoints] == first and read == []
+    newest = folder / first[-1][0]
+    meta = json.loads((newest / store.CHECKPOINT_META).read_text())
+    meta["metrics"]["return_mean"] = 30.0
+    (newest / store.CHECKPOINT_META).write_text(json.dumps(meta) + " ")
+    assert rlsweep.load(root).trials[0].checkpoints[-1].metrics["return_mean"] == 30.0 and read == [newest.name]
+    assert rlsweep.load(root).trials[0].checkpoints[-1].metrics["return_mean"] == 30.0 and read == [newest.name]  # kept
+    shutil.rmtree(folder / first[0][0])
+    assert [c.path.name for c in rlsweep.load(root).trials[0].checkpoints] == [n for n, _ in first[1:]]
+    shutil.rmtree(newest / store.ALGORITHM_STATE)  # its metrics kept, its learner gone: not a checkpoint to use
+    assert [c.path.name for c in rlsweep.load(root).trials[0].checkpoints] == [first[1][0]]
+    (folder / first[1][0] / store.CHECKPOINT_META).write_text("\0garbage")
+    for _ in range(2):
+        trial = rlsweep.load(root).trials[0]
+        assert trial.checkpoints == () and any(store.CHECKPOINT_META in d for d in trial.damage)
+
+
 def test_a_result_file_rewritten_with_its_size_and_mtime_or_made_unreadable_is_read_again(tmp_path):
     """``cp -p`` and ``touch -r`` keep size and mtime; a chmod keeps both and the inode: none is taken from the
     index (their ctime changed)."""

@@ -195,7 +195,8 @@ def file_kinds(root: Path) -> dict[str, dict[str, float]]:
 def replicate(root: Path, into: Path, trials: int, iterations: int) -> Path:
     """An experiment directory of ``trials`` x ``iterations`` made from the real sweep's rows (its trials
     cycled under new ids, each trial's rows cycled to ``iterations`` at growing env steps): the size the
-    goals name, with the rows and settings a real trial writes."""
+    goals name, with the rows and settings a real trial writes, and its checkpoints as a reader sees them
+    (each one's rlsweep metadata and its learner folder, without the weights: a reader opens no more)."""
     import shutil
 
     from rlsweep import store
@@ -214,6 +215,10 @@ def replicate(root: Path, into: Path, trials: int, iterations: int) -> Path:
         for name in (store.PARAMS_FILE, store.TRIAL_FILE):
             if (source / name).exists():
                 shutil.copy(source / name, target / name)
+        for checkpoint in sorted(source.glob(store.CHECKPOINT_GLOB)):
+            if (checkpoint / store.CHECKPOINT_META).is_file():
+                (target / checkpoint.name / store.ALGORITHM_STATE).mkdir(parents=True)
+                shutil.copy(checkpoint / store.CHECKPOINT_META, target / checkpoint.name / store.CHECKPOINT_META)
         with (target / store.RESULT_FILE).open("w") as out:
             for i in range(iterations):
                 row = dict(rows[i % len(rows)], trial_id=trial_id, env_steps=step * (i + 1), iteration=i + 1)

@@ -253,7 +253,7 @@ def _warn_each(problems: list[str]) -> None:
         log.warning("... and %d more problem(s) like these", len(problems) - MAX_WARNINGS)
 
 
-def _is_dir(path: Path) -> bool:
+def _is_dir(path: str | Path) -> bool:
     try:
         return stat.S_ISDIR(os.stat(path).st_mode)
     except OSError:
@@ -1016,7 +1016,7 @@ class LazyRows(Sequence):  # type: ignore[type-arg]
         return repr(self._loaded())
 
 
-def _signature(path: Path) -> list[int] | None:
+def _signature(path: str | Path) -> list[int] | None:
     """What tells a file changed: its size, mtime, inode and ctime (which no tool sets back: a rewrite that keeps
     size and mtime, a chmod, changes it); None where it is no regular file."""
     try:
@@ -1355,8 +1355,12 @@ def resume_problems(root: Path) -> list[str]:
 # --- reading trials --------------------------------------------------------------------------------------
 
 
+#: The files that make a folder a trial's, whatever else it holds.
+TRIAL_FILES = frozenset({PARAMS_FILE, RESULT_FILE})
+
+
 def _has_trial_files(folder: Path) -> bool:
-    return any(os.path.lexists(folder / name) for name in (PARAMS_FILE, RESULT_FILE))
+    return any(os.path.lexists(folder / name) for name in TRIAL_FILES)
 
 
 def _listing(folder: Path) -> set[str] | None:
@@ -1382,9 +1386,9 @@ def _checkpoints(
     names = _listing(trial_dir) if names is None else names
     found = sorted(trial_dir / name for name in names or () if fnmatch.fnmatchcase(name, CHECKPOINT_GLOB))
     for directory in found:
-        signature = _signature(directory / CHECKPOINT_META) if index is not None else None
+        signature = _signature(os.path.join(directory, CHECKPOINT_META)) if index is not None else None
         if index is not None and (metrics := index.checkpoint_metrics(trial_dir.name, directory.name, signature)) is not None:
-            if _is_dir(directory / ALGORITHM_STATE):
+            if _is_dir(os.path.join(directory, ALGORITHM_STATE)):
                 records.append(CheckpointRecord(directory, metrics))
                 kept[directory.name] = {"sig": signature, "metrics": metrics}
             else:
@@ -1475,7 +1479,8 @@ def _indexed_rows(
 ) -> tuple[Any, Any, int, Any] | None:
     """The trial's rows and raw rows (unparsed, see :class:`LazyRows`), its skipped lines and its last row's
     config, where the rows index knows its ``result.json`` as it is now; else None."""
-    signature = _signature(trial_dir / RESULT_FILE) if index is not None else None
+    # Paths as text where only a stat needs them: a Path join each, for each trial of 10,000, adds up.
+    signature = _signature(os.path.join(trial_dir, RESULT_FILE)) if index is not None else None
     found = index.lookup(trial_dir.name, signature) if index is not None else None
     if found is None or signature is None:
         return None
@@ -1491,10 +1496,10 @@ def _indexed_rows(
 def _settings(trial_dir: Path, damage: list[str], index: _RowsIndex | None) -> Any:
     """The trial's recorded settings (``rlsweep_trial.json``, written once when it starts): from the index where
     it knows the file as it is, else read (and, where it read whole, kept in the index)."""
-    path = trial_dir / TRIAL_FILE
-    signature = _signature(path) if index is not None else None
+    signature = _signature(os.path.join(trial_dir, TRIAL_FILE)) if index is not None else None
     if index is not None and signature is not None and (kept := index.settings(trial_dir.name, signature)) is not None:
         return kept
+    path = trial_dir / TRIAL_FILE
     settings = _json_noting(path, damage, "the settings and seed the trial ran with")
     if index is not None and signature is not None and isinstance(settings, dict):  # a damaged file reads as None
         index.put_settings(trial_dir.name, signature, settings)
@@ -1503,13 +1508,14 @@ def _settings(trial_dir: Path, damage: list[str], index: _RowsIndex | None) -> A
 
 def _read_trial(
     trial_dir: Path, trial_id: str | None, entry: TuneEntry | None, *, restores_others: bool, budget_env_steps: int,
-    notes: list[str], index: _RowsIndex | None = None,
+    notes: list[str], index: _RowsIndex | None = None, names: set[str] | None = None,
 ) -> Trial:
-    """One trial folder, read as far as it can be; what cannot is its damage."""
+    """One trial folder, read as far as it can be; what cannot is its damage. ``names``: its listing, where the
+    caller has it."""
     damage: list[str] = []
     results_readable = True
     # One listing tells which of the trial's files are there: no probe for an error file most trials lack.
-    names = _listing(trial_dir)
+    names = _listing(trial_dir) if names is None else names
     if (indexed := _indexed_rows(trial_dir, index, restores_others)) is not None:
         rows, raw, bad, last_config = indexed
     else:
@@ -1606,10 +1612,11 @@ def _read_experiment_rows(
     trials, unlisted = [], []
     for folder in folders:
         trial_id = claimed.get(folder)
-        if trial_id is None and not _has_trial_files(folder):
+        names = _listing(folder)  # one listing a folder, here and for the trial's files
+        if trial_id is None and not (_has_trial_files(folder) if names is None else not names.isdisjoint(TRIAL_FILES)):
             continue
-        trial = _read_trial(folder, trial_id, entries.get(trial_id) if trial_id else None,
-                            restores_others=restores_others, budget_env_steps=budget_env_steps, notes=notes, index=index)
+        trial = _read_trial(folder, trial_id, entries.get(trial_id) if trial_id else None, restores_others=restores_others,
+                            budget_env_steps=budget_env_steps, notes=notes, index=index, names=names)
         if trial_id is None and trial.trial_id in entries and not any(v == trial.trial_id for v in claimed.values()):
             # Its rows name a listed trial whose folder Tune recorded under another name (a renamed folder).
             claimed[folder] = trial.trial_id

@@ -957,10 +957,14 @@ class _RowSource:
     """A ``result.json`` as the index saw it (its first ``size`` bytes, ``count`` rows: Tune only appends),
     parsed on first use."""
 
-    __slots__ = ("path", "size", "count", "_rows")
+    __slots__ = ("folder", "size", "count", "_rows")
 
-    def __init__(self, path: Path, size: int, count: int) -> None:
-        self.path, self.size, self.count, self._rows = path, size, count, None
+    def __init__(self, folder: Path, size: int, count: int) -> None:
+        self.folder, self.size, self.count, self._rows = folder, size, count, None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / RESULT_FILE  # (joined when read, not for each of 10,000 trials that may never be)
 
     def rows(self) -> list[dict[str, Any]]:
         if self._rows is None:
@@ -1366,8 +1370,7 @@ def _has_trial_files(folder: Path) -> bool:
 def _listing(folder: Path) -> set[str] | None:
     """The names in ``folder``; None where it cannot be listed."""
     try:
-        with os.scandir(folder) as listing:
-            return {entry.name for entry in listing}
+        return set(os.listdir(folder))
     except OSError:
         return None
 
@@ -1484,10 +1487,11 @@ def _indexed_rows(
     found = index.lookup(trial_dir.name, signature) if index is not None else None
     if found is None or signature is None:
         return None
-    source, columns = _RowSource(trial_dir / RESULT_FILE, signature[0], found["n"]), found["cols"]
+    source, columns = _RowSource(trial_dir, signature[0], found["n"]), found["cols"]
     raw = LazyRows(source, list(range(found["n"])), columns)
     timeline = found.get("timeline")
-    if not (isinstance(timeline, list) and all(type(i) is int and 0 <= i < found["n"] for i in timeline)):
+    if not (isinstance(timeline, list) and (not timeline or (set(map(type, timeline)) == {int}
+                                                            and 0 <= min(timeline) and max(timeline) < found["n"]))):
         timeline = _timeline(columns[ENV_STEPS])
     rows = raw if restores_others else LazyRows(source, timeline, columns)
     return rows, raw, found["bad"], found.get("config")

@@ -186,11 +186,13 @@ def test_the_spread_of_many_curves_counts_trials_that_report_rarely_and_leaves_o
 
     axes = Figure().subplots()
     budget = SPREAD_POINTS * 1000  # a point every 1,000 env steps
-    # One result each, at 4,100 env steps (between the points at 4,000 and 5,000); one trial also at the budget.
-    curves = [(f"t{i}", [4100], [float(i)]) for i in range(MIN_SPREAD)] + [("long", [4100, budget], [9.0, 50.0])]
+    # Two results each, at 4,100 and 4,900 env steps (between the points at 4,000 and 5,000); one trial with
+    # one result there and one at the budget.
+    curves = [(f"t{i}", [4100, 4900], [float(i), 10.0 + i]) for i in range(MIN_SPREAD)]
+    curves.append(("long", [4100, budget], [9.0, 50.0]))
     _many_curves(axes, curves, budget, "max")
     median = dict(zip(axes.get_lines()[0].get_xdata().tolist(), axes.get_lines()[0].get_ydata().tolist()))
-    assert median[5000.0] == 2.5  # the median of 0..4 and 9 (each trial's value in the span up to 5,000)
+    assert median[5000.0] == 11.5  # the median of 10..14 and 9: each trial's last result in the span up to 5,000
     assert all(value != value for x, value in median.items() if x != 5000.0)  # NaN: one trial or none there
 
 

@@ -763,6 +763,7 @@ def _export(sweep: SweepView, uri: str, experiment_name: str, progress: Progress
     run_ids: dict[str, str] = {}  # trial id -> its child run
     try:
         for index, trial in enumerate(sweep.trials, start=1):
+            stop_if_terminated()
             progress.trial = index
             run = children.pop(trial.trial_id, None)
             if run is not None:
@@ -824,7 +825,7 @@ def _export_trial(
     progress.rows += min(done, len(raw))
     if params or tags or len(raw) > done:
         log_rows(client, run_id, raw[done:], len(raw), params, tags, metric=metric,
-                 on_written=lambda rows: setattr(progress, "rows", progress.rows + rows))
+                 on_written=lambda rows: (setattr(progress, "rows", progress.rows + rows), stop_if_terminated()))
     if trial.error and (run is None or "rlsweep.error" not in run.data.tags):
         client.set_tag(run_id, "rlsweep.error", trial.error[:5000])
     if status is not None and current != status:
@@ -1120,8 +1121,23 @@ def sigterm_raises() -> Iterator[list[ExportTerminated]]:
             raised.append(ExportTerminated("the export was stopped by SIGTERM"))
             raise raised[0]
 
+    global _TERMINATED
     previous = signal.signal(signal.SIGTERM, terminated)
+    _TERMINATED = raised
     try:
         yield raised
     finally:
+        _TERMINATED = []
         signal.signal(signal.SIGTERM, previous)
+
+
+#: What :func:`sigterm_raises` noted while it is in force.
+_TERMINATED: list[ExportTerminated] = []
+
+
+def stop_if_terminated() -> None:
+    """Raise the export's :class:`ExportTerminated` again where a SIGTERM came and the export goes on: Python
+    runs the signal's handler wherever the main thread is, and where that is a weakref's callback or a
+    ``__del__`` (SQLAlchemy's, as MLflow's store frees a row), what it raises is printed and dropped."""
+    if _TERMINATED:
+        raise _TERMINATED[0]

@@ -410,3 +410,26 @@ def test_live_logging_a_sweep_over_trial_runs_is_refused_at_validate(tmp_path):
     root = new_experiment(tmp_path / "exp", ran, path=str((tmp_path / "exp").resolve()))
     write_trial(root, "aaa", [1.0, 2.0], config={"training.lr": 0.01}, done=True)
     assert load(root).to_mlflow(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", experiment="e")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the drop this test makes
+def test_a_sigterm_whose_raise_python_drops_in_a_callback_still_stops_the_export_at_its_next_step():
+    """Python runs a signal's handler wherever the main thread is; inside a weakref callback or a __del__
+    (SQLAlchemy's, as MLflow frees a row) what it raises is printed and dropped, and the export went on to
+    exit 0. The export's next step raises it again."""
+    import gc
+
+    from rlsweep.analysis._mlflow import ExportTerminated, sigterm_raises, stop_if_terminated
+
+    class FreedRow:
+        def __del__(self):
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)  # the handler, run where Python drops its raise
+
+    stop_if_terminated()  # nothing noted: nothing raised
+    with sigterm_raises() as raised:
+        FreedRow()
+        gc.collect()
+        assert len(raised) == 1
+        with pytest.raises(ExportTerminated):
+            stop_if_terminated()
+    stop_if_terminated()  # once the export is over, nothing is left noted

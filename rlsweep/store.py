@@ -1390,31 +1390,29 @@ def _checkpoints(
     found = sorted(trial_dir / name for name in names or () if fnmatch.fnmatchcase(name, CHECKPOINT_GLOB))
     for directory in found:
         signature = _signature(os.path.join(directory, CHECKPOINT_META)) if index is not None else None
-        if index is not None and (metrics := index.checkpoint_metrics(trial_dir.name, directory.name, signature)) is not None:
-            if _is_dir(os.path.join(directory, ALGORITHM_STATE)):
-                records.append(CheckpointRecord(directory, metrics))
-                kept[directory.name] = {"sig": signature, "metrics": metrics}
-            else:
-                log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
-            continue
-        try:
-            meta = read_checkpoint_meta(directory)
-        except UnreadableFile as exc:
-            damage.append(str(exc))
-            continue
-        except _DamagedMeta as exc:
-            damage.append(f"{exc}: the checkpoint cannot be read")
-            continue
-        except SweepError as exc:
-            if not str(exc).endswith(f"(no {CHECKPOINT_META})"):
-                notes.append(f"{exc}; skipped")
-            continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
-        if not _is_dir(directory / ALGORITHM_STATE):
+        metrics = index.checkpoint_metrics(trial_dir.name, directory.name, signature) if index is not None else None
+        unchanged = metrics is not None
+        if metrics is None:
+            try:
+                meta = read_checkpoint_meta(directory)
+            except UnreadableFile as exc:
+                damage.append(str(exc))
+                continue
+            except _DamagedMeta as exc:
+                damage.append(f"{exc}: the checkpoint cannot be read")
+                continue
+            except SweepError as exc:
+                if not str(exc).endswith(f"(no {CHECKPOINT_META})"):
+                    notes.append(f"{exc}; skipped")
+                continue  # incomplete or foreign checkpoint: not one rlsweep can vouch for
+            metrics = {k: v for k, v in meta.get("metrics", {}).items() if _finite(v)}
+            # Kept only where the file did not change while it was read.
+            unchanged = signature is not None and signature == _signature(os.path.join(directory, CHECKPOINT_META))
+        if not _is_dir(os.path.join(directory, ALGORITHM_STATE)):
             log.warning("%s: skipped, it has no %s/ (damaged or cut off)", directory, ALGORITHM_STATE)
             continue
-        metrics = {k: v for k, v in meta.get("metrics", {}).items() if _finite(v)}
         records.append(CheckpointRecord(directory, metrics))
-        if signature is not None and signature == _signature(directory / CHECKPOINT_META):  # unchanged as it was read
+        if unchanged:
             kept[directory.name] = {"sig": signature, "metrics": metrics}
     if index is not None:
         index.put_checkpoints(trial_dir.name, kept)

@@ -37,12 +37,17 @@ NORMALIZED_METRICS: dict[str, str] = {
     "eval_return_mean": "mean return of the latest separate greedy evaluation episodes",
     "eval_time_s": "time the evaluation after this iteration took (0 where none ran; not in iteration_time_s)",
     "task": "the curriculum task the envs trained on in this iteration (as their get_task() reports it)",
+    "seeds": "how many training seeds the row's values are over (with seeds.adaptive: 1 at the start, one more "
+    "at each check the trial passed as a contender)",
 }
 
 #: Reported only when the spec has an ``evaluation`` section.
 EVALUATION_METRICS = ("eval_return_mean", "eval_time_s")
 #: Reported only when the spec has a ``curriculum`` (and its tasks are numbers).
 CURRICULUM_METRICS = ("task",)
+#: Reported only with ``seeds.adaptive``: the number of seeds a row is over.
+SEEDS_METRIC = "seeds"
+ADAPTIVE_SEEDS_METRICS = (SEEDS_METRIC,)
 
 #: The row's clock: lifetime env steps. Budgets, scheduler time, checkpoints and MLflow steps use it.
 ENV_STEPS = "env_steps"

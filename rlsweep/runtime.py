@@ -5,12 +5,14 @@ trials it holds). It knows the spec's resources and budget, not its search space
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import socket
 import sys
 from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +266,31 @@ def check_reading(
 #: Free bytes under which the filesystem of a sweep whose driver failed counts as full: Tune's own reads of
 #: what it failed to write (an empty ``error.pkl``) raise other errors than the write's ``ENOSPC``.
 FULL_BELOW_BYTES = 1 << 20
+
+
+@contextlib.contextmanager
+def seed_race(spec: SweepSpec, sweep_id: str, known: Mapping[int, Mapping[str, float]] | None = None
+              ) -> Iterator[tuple[str, str] | None]:
+    """With ``seeds.adaptive``, the sweep's race (:class:`rlsweep.seeds.SeedRace`) as a Ray actor its trials
+    call at each check, for as long as the block runs; yields its name and namespace (None without
+    ``seeds.adaptive``). ``known``: what the trials handed in before (a resumed sweep's, from its rows). The
+    actor asks for no CPU, so it takes no trial's place."""
+    if not spec.seeds.adaptive:
+        yield None
+        return
+    import ray
+
+    from rlsweep.seeds import SeedRace
+
+    name = f"rlsweep-seed-race-{sweep_id}"
+    namespace = ray.get_runtime_context().namespace
+    actor = ray.remote(num_cpus=0, max_restarts=0)(SeedRace).options(name=name, namespace=namespace).remote(
+        spec.seeds.contenders, spec.metric.mode, known
+    )
+    try:
+        yield name, namespace
+    finally:
+        ray.kill(actor)
 
 
 def storage_is_full(folder: Path) -> bool:

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+
+from rlsweep.metrics import ENV_STEPS, SEEDS_METRIC
 
 #: The RLlib setting a trial's seed goes to.
 SEED_PATH = "debugging.seed"
@@ -49,6 +52,65 @@ def trial_seeds(base: int, index: int, low: int, high: int, n: int) -> list[int]
             seeds.append(seed)
         extra += 1
     return seeds
+
+
+#: With ``seeds.adaptive``: the share of trials that add a seed at a check unless ``seeds.contender_share`` says.
+DEFAULT_CONTENDER_SHARE = 0.5
+
+
+def check_points(env_steps: int, per_trial: int) -> list[int]:
+    """With ``seeds.adaptive``: the env steps of a trial's checks, ``k * env_steps // per_trial`` for
+    k = 1 .. per_trial - 1. At check k a trial on k seeds adds seed k+1 if it is a contender."""
+    return [k * env_steps // per_trial for k in range(1, per_trial)]
+
+
+class SeedRace:
+    """Who is a contender at each check of an adaptive-seeds sweep (``seeds.adaptive``).
+
+    Each trial hands in its aggregate at check k (the first row at or past the check's env steps with a
+    value); it is a contender when fewer than ``ceil(share * n)`` of the n values handed in at check k so
+    far (its own counted) are strictly better under ``mode``. Trials that reach a check early, with few
+    others to rank against, are contenders, as in asynchronous successive halving. A trial that hands in a
+    value again (a retry, a resumed sweep) replaces its own. The sweep keeps one in a Ray actor its trials
+    call (:mod:`rlsweep.runtime`); this class holds no Ray."""
+
+    def __init__(self, share: float, mode: str, known: Mapping[int, Mapping[str, float]] | None = None) -> None:
+        if not 0 < share < 1:
+            raise ValueError(f"share must be strictly between 0 and 1, got {share}")
+        if mode not in ("max", "min"):
+            raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
+        self.share, self.mode = share, mode
+        self.values: dict[int, dict[str, float]] = {int(k): dict(v) for k, v in (known or {}).items()}
+
+    def check(self, k: int, trial_id: str, value: float) -> bool:
+        """Record ``trial_id``'s ``value`` at check ``k``; whether it is a contender there."""
+        if math.isnan(value):
+            raise ValueError(f"trial {trial_id} has no value at check {k} to rank (NaN)")
+        values = self.values.setdefault(int(k), {})
+        values[trial_id] = float(value)
+        better = sum(1 for v in values.values() if (v > value if self.mode == "max" else v < value))
+        return better < math.ceil(self.share * len(values))
+
+    def record(self) -> dict[int, dict[str, float]]:
+        return {k: dict(v) for k, v in self.values.items()}
+
+
+def race_record(trials: Iterable[tuple[str, Sequence[Mapping[str, Any]]]], metric: str, env_steps: int, per_trial: int
+                ) -> dict[int, dict[str, float]]:
+    """What an adaptive-seeds sweep's trials handed in at each check, read back from their rows (a resumed
+    sweep's race starts from it): at check k, a trial's value is its metric in the first row at or past the
+    check's env steps with k seeds and a value. ``trials``: (trial id, rows) pairs."""
+    known: dict[int, dict[str, float]] = {}
+    points = check_points(env_steps, per_trial)
+    for trial_id, rows in trials:
+        for k, at in enumerate(points, start=1):
+            for row in rows:
+                value = row.get(metric)
+                if (row.get(SEEDS_METRIC) == k and row.get(ENV_STEPS, 0) >= at and isinstance(value, (int, float))
+                        and not math.isnan(value)):
+                    known.setdefault(k, {})[trial_id] = float(value)
+                    break
+    return known
 
 
 def held_out_seeds(low: int, n: int) -> list[int]:
@@ -98,11 +160,15 @@ def aggregate(values: Sequence[float], how: str, mode: str) -> float:
 
 __all__ = [
     "AGGREGATES",
+    "DEFAULT_CONTENDER_SHARE",
     "SEED_PATH",
+    "SeedRace",
     "aggregate",
+    "check_points",
     "held_out_seeds",
     "interquartile_mean",
     "lower_confidence_bound",
+    "race_record",
     "seed_base",
     "trial_seed",
     "trial_seeds",

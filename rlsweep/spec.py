@@ -31,7 +31,7 @@ from rlsweep._schedules import parse as parse_schedule
 from rlsweep._schema import Section, check_field
 from rlsweep.errors import Problem, SpecError, shorten
 from rlsweep.metrics import metric_name_problem
-from rlsweep.seeds import SEED_PATH
+from rlsweep.seeds import DEFAULT_CONTENDER_SHARE, SEED_PATH
 from rlsweep.search_spaces._domains import (
     Choice,
     SearchSpace,
@@ -116,10 +116,24 @@ class SeedsSpec(Section):
     """what the searcher and the scheduler see of a trial's seeds: mean | median | iqm (interquartile mean)
     | min (the worst seed under metric.mode) | lcb (the mean less one standard error of it, towards the worse
     side under metric.mode: a lucky seed among several counts least; needs per_trial >= 2)"""
+    adaptive: StrictBool = False
+    """false: every trial trains all per_trial seeds from its start | true: a trial starts on one seed and
+    adds the next at each check (at k/per_trial of budget.env_steps, k = 1 .. per_trial - 1) only while it is
+    a contender: its aggregate then ranks in the best contender_share of every trial's at that check. The
+    added seed trains from zero to the trial's env steps before the trial reports again, so a row's values
+    are always over seeds at the same env steps (its ``seeds`` metric says how many); needs per_trial >= 2"""
+    contender_share: Annotated[float, Field(gt=0, lt=1)] | None = None
+    """with adaptive: the share of trials, at each check, that add a seed (default 0.5; strictly between 0
+    and 1; the first trials to reach a check, with too few others to rank against, add one)"""
     tuning: Annotated[list[TrainingSeed], Field(min_length=2, max_length=2)] = [0, 99]
     """the range (inclusive, within 0 to 2**31 - 1) each trial's training seeds (RLlib's debugging.seed) are drawn from"""
     test: Annotated[list[TrainingSeed], Field(min_length=2, max_length=2)] = [1000, 1999]
     """the range (inclusive, within 0 to 2**31 - 1) of held-out seeds rlsweep confirm trains on: disjoint from tuning"""
+
+    @property
+    def contenders(self) -> float:
+        """The share of trials that add a seed at a check (``contender_share`` or its default)."""
+        return DEFAULT_CONTENDER_SHARE if self.contender_share is None else self.contender_share
 
     @field_validator("tuning", "test")
     @classmethod
@@ -907,6 +921,18 @@ def _cross_section_problems(
                 "seeds.aggregate",
                 f"lcb (the mean less its standard error over a trial's seeds) needs seeds.per_trial >= 2, got "
                 f"{seeds.per_trial}: set per_trial, or another aggregate",
+            ))
+        if seeds.adaptive and seeds.per_trial < 2:
+            problems.append(Problem(
+                "seeds.adaptive",
+                f"adds seeds up to seeds.per_trial while a trial is a contender, so it needs per_trial >= 2, got "
+                f"{seeds.per_trial}: set per_trial (the most seeds a trial trains), or remove adaptive",
+            ))
+        if seeds.contender_share is not None and not seeds.adaptive:
+            problems.append(Problem(
+                "seeds.contender_share",
+                f"{seeds.contender_share} is read only with seeds.adaptive: true (a trial adds seeds while it is a "
+                "contender); set adaptive, or remove contender_share",
             ))
         if seeds.test[0] <= high and low <= seeds.test[1]:
             problems.append(Problem(

@@ -27,7 +27,7 @@ from rlsweep import _compat, metrics, progress, runtime, store, tracing
 from rlsweep._dotted import flatten
 from rlsweep.metrics import DIVERGED
 from rlsweep.errors import Problem, SpecError, SweepError, UsageError
-from rlsweep.seeds import seed_base
+from rlsweep.seeds import race_record, seed_base
 from rlsweep.schedulers import SCHEDULERS, checkpoint_keep, restores_other_trials, search_request
 from rlsweep.search_spaces import SEARCHERS
 from rlsweep.spec import SweepSpec, read_document
@@ -242,9 +242,10 @@ def _raise_spec_problems(root: Path) -> None:
         raise SpecError([*problems, Problem("", f"the sweep at {root} stopped: every trial would fail the same way")])
 
 
-def _trainable(spec: SweepSpec, sweep_id: str, trace: tracing.TraceTarget | None = None, memory: MemoryReading | None = None) -> Any:
+def _trainable(spec: SweepSpec, sweep_id: str, trace: tracing.TraceTarget | None = None, memory: MemoryReading | None = None,
+               race: tuple[str, str] | None = None) -> Any:
     rule = SCHEDULERS[str(spec.scheduler.name)].checkpoint_rule(spec)
-    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id), trace), memory)
+    return make_trainable(spec, plan_for(spec, rule, seed_base(spec.searcher.seed, sweep_id), trace, race), memory)
 
 
 def _recorded_memory(info: Mapping[str, Any]) -> MemoryReading | None:
@@ -328,9 +329,7 @@ def _run_in(
     callbacks: CallbackFactory | None, trace: tracing.TraceTarget | None, tracer: tracing.SweepTracer | tracing.Off,
     progress_mode: str | None,
 ) -> tuple[Path, int]:
-    from ray import tune
-
-    from rlsweep.schedulers._traced import TrialSpans, traced_scheduler
+    from rlsweep.schedulers._traced import TrialSpans
 
     reading = memory.reading if memory is not None else None
     # With its name, which a dict spec may leave out: reading the YAML back would name it after the file.
@@ -359,8 +358,29 @@ def _run_in(
     search_alg, param_space, num_samples = SEARCHERS[str(spec.searcher.name)].build(
         search_request(spec, capacity=runtime.ClusterCapacity(trial_cpus, reading.trial_mb if reading is not None else 0.0))
     )
-    tuner = tune.Tuner(
-        _trainable(spec, sweep_id, _trial_trace(tracer, trace, sweep_id, path), reading),
+    with runtime.seed_race(spec, sweep_id) as race:
+        tuner = _new_tuner(spec, path, sweep_id, reading, search_alg, param_space, num_samples, stopper, guard, tune_callbacks,
+                           _trial_trace(tracer, trace, sweep_id, path), race)
+        with _tune_environment(), _leave_home_as_it_was():
+            grid = tuner.fit()
+    _raise_spec_problems(path)
+    errored = sum(1 for r in grid if r.error is not None)
+    if errored and runtime.storage_is_full(path):  # trials that failed writing their rows or checkpoints
+        raise SweepError(_full_disk_message(path, None))
+    return path, errored
+
+
+def _new_tuner(
+    spec: SweepSpec, path: Path, sweep_id: str, reading: MemoryReading | None, search_alg: Any, param_space: Any,
+    num_samples: int, stopper: Any, guard: Any, tune_callbacks: list[Any], trace: tracing.TraceTarget | None,
+    race: tuple[str, str] | None,
+) -> Any:
+    from ray import tune
+
+    from rlsweep.schedulers._traced import traced_scheduler
+
+    return tune.Tuner(
+        _trainable(spec, sweep_id, trace, reading, race),
         param_space=param_space,
         tune_config=tune.TuneConfig(
             metric=spec.metric.name,
@@ -385,13 +405,6 @@ def _run_in(
             callbacks=tune_callbacks,
         ),
     )
-    with _tune_environment(), _leave_home_as_it_was():
-        grid = tuner.fit()
-    _raise_spec_problems(path)
-    errored = sum(1 for r in grid if r.error is not None)
-    if errored and runtime.storage_is_full(path):  # trials that failed writing their rows or checkpoints
-        raise SweepError(_full_disk_message(path, None))
-    return path, errored
 
 
 def _no_space(exc: BaseException | None) -> OSError | None:
@@ -528,11 +541,11 @@ def resume(
         runtime.check_reading(spec, recorded, trial_cpus)  # the cluster it resumes on may be smaller
     sweep_id = str(info.get("sweep_id", ""))
     target = (trace or _otlp_target)(spec)
-    with tracing.driving(_sweep_tracer(spec, target)) as tracer:
+    with tracing.driving(_sweep_tracer(spec, target)) as tracer, runtime.seed_race(spec, sweep_id, _race_so_far(root, spec)) as race:
         # Tune restores the callbacks it saved with the sweep (progress lines, live logging).
         tuner = tune.Tuner.restore(
             str(root),
-            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root), recorded),
+            trainable=_trainable(spec, sweep_id, _trial_trace(tracer, target, sweep_id, root), recorded, race),
             resume_unfinished=True,
             resume_errored=False,
             restart_errored=False,
@@ -547,6 +560,15 @@ def resume(
     if errored and runtime.storage_is_full(root):
         raise SweepError(_full_disk_message(root, None, resuming=True))
     return root, spec, errored
+
+
+def _race_so_far(root: Path, spec: SweepSpec) -> dict[int, dict[str, float]] | None:
+    """With ``seeds.adaptive``: what the sweep's trials handed in at each check before it stopped, read from
+    their rows, so the resumed sweep ranks its trials against the ones that ran before."""
+    if not spec.seeds.adaptive:
+        return None
+    trials = store.read_trials(root, budget_env_steps=spec.budget.env_steps)
+    return race_record(((t.trial_id, t.rows) for t in trials), spec.metric.name, spec.budget.env_steps, spec.seeds.per_trial)
 
 
 def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:

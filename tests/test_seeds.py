@@ -224,6 +224,11 @@ def test_iqm_cuts_whole_values_and_nan_means_no_value_yet():
         ({"test": [50, 150]}, "seeds.test", "overlaps seeds.tuning [0, 99]"),
         ({"aggregate": "max"}, "seeds.aggregate", "'iqm'"),
         ({"aggregate": "lcb"}, "seeds.aggregate", "lcb (the mean less its standard error over a trial's seeds) needs seeds.per_trial >= 2, got 1"),
+        ({"adaptive": True}, "seeds.adaptive", "needs per_trial >= 2, got 1: set per_trial (the most seeds a trial trains)"),
+        ({"per_trial": 3, "contender_share": 0.3}, "seeds.contender_share", "0.3 is read only with seeds.adaptive: true"),
+        ({"per_trial": 3, "adaptive": True, "contender_share": 1}, "seeds.contender_share", "must be < 1, got 1"),
+        ({"per_trial": 3, "adaptive": True, "contender_share": 0}, "seeds.contender_share", "must be > 0, got 0"),
+        ({"per_trial": 3, "adaptive": "yes"}, "seeds.adaptive", "must be true or false, got 'yes'"),
     ],
 )
 def test_seed_settings_that_cannot_work_name_their_path(tmp_path, seeds, path, words):
@@ -303,6 +308,83 @@ def test_asha_prunes_a_configuration_on_all_its_seeds_at_once(ray_runtime, tmp_p
     assert history["seed/2/return_mean"].notna().all()
     table = swept.table().set_index("trial_id")
     assert [list(s) for s in table["seeds"]] == [t.seeds for t in trials]
+
+
+def test_a_contender_ranks_in_the_best_share_of_the_values_handed_in_at_its_check():
+    from rlsweep.seeds import SeedRace
+
+    race = SeedRace(0.5, "max")
+    # At check 1: alone (ceil(0.5 x 1) = 1 place), worse of two (1 place), second of three (2), third of four (2).
+    assert [race.check(1, t, v) for t, v in [("a", 10.0), ("b", 5.0), ("c", 7.0), ("d", 6.0)]] == [True, False, True, False]
+    assert race.check(1, "e", 10.0)  # a tie with the best: nobody strictly better
+    assert race.check(2, "b", 1.0)  # each check ranks only its own values
+    assert race.check(1, "b", 20.0) and race.record()[1]["b"] == 20.0  # handed in again (a retry): replaces its own
+    lower = SeedRace(0.25, "min")  # lower is better: ceil(0.25 x n) places
+    assert [lower.check(1, t, v) for t, v in [("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 0.5), ("e", 4.0)]] == [
+        True, True, False, True, False]
+    seeded = SeedRace(0.5, "max", known={1: {"a": 10.0, "b": 5.0}})  # a resumed sweep's, read from its rows
+    assert not seeded.check(1, "c", 4.0) and seeded.check(1, "d", 6.0)
+    for share, mode in [(0, "max"), (1, "max"), (0.5, "best")]:
+        with pytest.raises(ValueError):
+            SeedRace(share, mode)
+    with pytest.raises(ValueError, match="no value at check 1"):
+        race.check(1, "f", math.nan)
+
+
+def test_adaptive_checks_split_the_budget_evenly_and_rows_give_back_what_each_trial_handed_in():
+    from rlsweep.seeds import check_points, race_record
+
+    assert check_points(3000, 3) == [1000, 2000]
+    assert check_points(1000, 4) == [250, 500, 750]
+    assert check_points(10, 2) == [5]
+    rows = {
+        # Added its 2nd seed at 1,000 (value 8), not its 3rd at 2,000 (value 9, on 2 seeds).
+        "a": [{"env_steps": 500, "seeds": 1, "return_mean": 1.0}, {"env_steps": 1000, "seeds": 1, "return_mean": 8.0},
+              {"env_steps": 1500, "seeds": 2, "return_mean": 7.0}, {"env_steps": 2000, "seeds": 2, "return_mean": 9.0},
+              {"env_steps": 2500, "seeds": 2, "return_mean": 9.5}],
+        # No value at 1,000 yet: handed in its first one, at 1,500; stopped adding there.
+        "b": [{"env_steps": 1000, "seeds": 1, "return_mean": math.nan}, {"env_steps": 1500, "seeds": 1, "return_mean": 2.0},
+              {"env_steps": 2500, "seeds": 1, "return_mean": 3.0}],
+        "c": [{"env_steps": 900, "seeds": 1, "return_mean": 4.0}],  # ended before its first check
+    }
+    assert race_record(rows.items(), "return_mean", 3000, 3) == {1: {"a": 8.0, "b": 2.0}, 2: {"a": 9.0}}
+
+
+@pytest.mark.slow
+def test_adaptive_seeds_go_to_the_contenders_and_catch_up_before_the_next_row(ray_runtime, tmp_path):
+    """seeds.adaptive: each trial starts on one seed and, at its check (half the budget with two seeds),
+    adds its second only where its value ranks in the best quarter of those handed in so far. One trial at a
+    time, so the race sees the trials' values in their order and its decisions can be replayed here."""
+    import ray
+
+    from rlsweep.seeds import SeedRace
+
+    doc = seeded_doc(tmp_path, seeds={"per_trial": 2, "adaptive": True, "contender_share": 0.25},
+                     searcher={"name": "random", "seed": 3}, budget={"env_steps": 2000, "trials": 4, "max_concurrent": 1})
+    result = rlsweep.run(rlsweep.load_spec(doc), verbose=0)
+    trials = by_index(result.path)
+    assert len(trials) == 4 and result.errored_trials == 0
+    race = SeedRace(0.25, "max")
+    added = []
+    for trial in trials:
+        first, last = trial.rows
+        assert first["env_steps"] == 1000 and first["seeds"] == 1 and "seed/1/env_steps" not in first
+        added.append(race.check(1, trial.trial_id, first["return_mean"]))
+        assert last["seeds"] == (2 if added[-1] else 1), (trial.trial_id, last["seeds"], added)
+        assert len(trial.seeds) == last["seeds"] and len(set(trial.seeds)) == len(trial.seeds)
+        if added[-1]:
+            # The second seed trained from zero to the first's 1,000 steps, then the iteration both ran.
+            assert last["seed/0/env_steps"] == last["seed/1/env_steps"] == last["env_steps"] == 2000
+            assert last["seed/1/episodes"] > 0 and math.isfinite(last["seed/1/return_mean"])
+            assert last["return_mean"] == pytest.approx((last["seed/0/return_mean"] + last["seed/1/return_mean"]) / 2)
+            assert (trial.checkpoints[-1].path / "rlsweep_seeds" / "1").is_dir()
+        else:
+            assert "seed/1/env_steps" not in last
+    assert added[0] and not all(added), added  # the first always adds; later ones only if best so far
+    history = load(result.path).history()
+    assert history.groupby("trial_id")["seeds"].max().sum() == 4 + sum(added)
+    with pytest.raises(ValueError):  # the race ended with the sweep
+        ray.get_actor(f"rlsweep-seed-race-{load(result.path).sweep_id}")
 
 
 # --- confirmation on held-out seeds -----------------------------------------------------------------------

@@ -167,7 +167,9 @@ def confirmation_document(document: Mapping[str, Any], plan: ConfirmationPlan) -
         mlflow=None,
     )
     # One seed a trial: no aggregate to choose (lcb, which needs two seeds, would make the spec invalid).
-    doc["seeds"] = {**{k: v for k, v in (doc.get("seeds") or {}).items() if k != "aggregate"}, "per_trial": 1}
+    # Nor seeds to add (seeds.adaptive needs two too).
+    doc["seeds"] = {**{k: v for k, v in (doc.get("seeds") or {}).items() if k not in ("aggregate", "adaptive", "contender_share")},
+                    "per_trial": 1}
     doc["budget"] = {**doc["budget"], "trials": trials}
     doc["budget"].pop("time_s", None)
     return doc

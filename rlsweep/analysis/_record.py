@@ -79,7 +79,8 @@ def record(sweep: SweepView, confirmation: dict[str, Any]) -> dict[str, Any]:
             "trials": spec.budget.trials,
             "seeds_per_trial": spec.seeds.per_trial,
             "env_steps_per_configuration": spec.budget.env_steps * spec.seeds.per_trial,
-            "env_steps_swept": sum(t.env_steps for t in sweep.trials) * spec.seeds.per_trial,
+            # Each trial's seeds are at its env steps (with seeds.adaptive, an added seed caught up), so: x its seeds.
+            "env_steps_swept": sum(t.env_steps * (len(t.seeds) or spec.seeds.per_trial) for t in sweep.trials),
             "confirmation_env_steps": spec.budget.env_steps * len(rows) * len(confirmation["test_seeds"]),
         },
         "seeds": {

@@ -13,6 +13,12 @@ reaches its share and does not count an env's reset step, so a seed can run up t
 ``num_envs_per_env_runner - 1`` env steps past the others per sample call (PPO: one call per env runner
 per iteration), and the gap adds up over iterations. The row's ``env_steps``, the clock of the budget and
 the schedulers, is the least of the seeds' counts; each seed's own is ``seed/<k>/env_steps``.
+
+With ``seeds.adaptive`` a trial starts on its first seed. At each check (:func:`rlsweep.seeds.check_points`)
+it hands its aggregate to the sweep's race (:class:`rlsweep.seeds.SeedRace`, a Ray actor the driver
+holds); while it is a contender it adds its next seed, which trains from zero to the trial's env steps
+before the trial reports again, so every row is over seeds at the same env steps. A trial that is not a
+contender at a check adds no more seeds.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsweep import _compat, metrics, store, tracing
 from rlsweep.errors import Problem, SpecError
-from rlsweep.seeds import SEED_PATH, aggregate, trial_seeds
+from rlsweep.seeds import SEED_PATH, aggregate, check_points, trial_seeds
 from rlsweep.trainables._curriculum import apply as apply_curriculum, curriculum_for
 from rlsweep.trainables._config import build_algo, build_config, settings_for, trial_resources
 from rlsweep.trainables._hyperparams import in_effect, reapply_learning_rates
@@ -61,6 +67,7 @@ class TrialPlan:
         eval_every: Evaluate this often (and at the budget); None without an evaluation section.
         seed_base: The sweep's seed base (:func:`rlsweep.seeds.seed_base`): with the trial's index, its seed.
         trace: Where the trial's spans go (the spec's ``tracing``); None: no tracing.
+        seed_race: With ``seeds.adaptive``: the name and namespace of the sweep's race actor.
     """
 
     checkpoint_every: int
@@ -68,15 +75,18 @@ class TrialPlan:
     eval_every: int | None = None
     seed_base: int = 0
     trace: tracing.TraceTarget | None = None
+    seed_race: tuple[str, str] | None = None
 
 
 def plan_for(
-    spec: SweepSpec, scheduler_rule: CheckpointRule | None, seed_base: int = 0, trace: tracing.TraceTarget | None = None
+    spec: SweepSpec, scheduler_rule: CheckpointRule | None, seed_base: int = 0, trace: tracing.TraceTarget | None = None,
+    seed_race: tuple[str, str] | None = None,
 ) -> TrialPlan:
     every = spec.checkpoint.every_env_steps or max(1, spec.budget.env_steps // DEFAULT_CHECKPOINTS_PER_TRIAL)
     # Without an interval, evaluation runs once, when the trial reaches its budget.
     evaluate = (spec.evaluation.every_env_steps or spec.budget.env_steps) if spec.evaluation is not None else None
-    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate, seed_base=seed_base, trace=trace)
+    return TrialPlan(checkpoint_every=every, scheduler_rule=scheduler_rule, eval_every=evaluate, seed_base=seed_base, trace=trace,
+                     seed_race=seed_race)
 
 
 def with_seeds(spec: SweepSpec, sampled: dict[str, Any], plan: TrialPlan, index: int) -> tuple[dict[str, Any], list[int]]:
@@ -148,7 +158,14 @@ class TrialLoop:
 
         started = time.perf_counter()
         reset_peak_rss()  # the worker process may have run an earlier trial (reuse_actors)
-        sampled, self.seeds = with_seeds(spec, sampled, plan, _compat.trial_index())
+        sampled, self.planned = with_seeds(spec, sampled, plan, _compat.trial_index())
+        #: With seeds.adaptive: the trial trains its first seed, and adds the next while it is a contender.
+        self.adaptive = spec.seeds.adaptive and len(self.planned) > 1
+        self.adding = self.adaptive
+        self.checks = check_points(spec.budget.env_steps, len(self.planned)) if self.adaptive else []
+        self._race: Any = None
+        #: The seeds it trains now (all it planned, unless adaptive).
+        self.seeds = self.planned[:1] if self.adaptive else self.planned
         self.spec, self.sampled, self.plan = spec, sampled, plan
         self._limit_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
@@ -160,8 +177,7 @@ class TrialLoop:
         try:
             with self.tracer.span("build", node_id=self.node_id, seeds=list(self.seeds), pid=os.getpid()):
                 for seed in self.seeds:
-                    draw = {**sampled, SEED_PATH: seed} if len(self.seeds) > 1 else sampled
-                    self.runs.append(SeedRun(spec, draw, seed, plan.trace, self.trial_id))
+                    self.runs.append(self._seed_run(seed))
         except BaseException:
             self.stop()
             raise
@@ -176,6 +192,10 @@ class TrialLoop:
         self.checked_keys = False
         self.policy_memory: dict[str, float] | None = None
         self.remote_nodes: dict[str, str] | None = None
+
+    def _seed_run(self, seed: Any) -> SeedRun:
+        draw = {**self.sampled, SEED_PATH: seed} if len(self.planned) > 1 else self.sampled
+        return SeedRun(self.spec, draw, seed, self.plan.trace, self.trial_id)
 
     @staticmethod
     def _limit_torch_threads() -> None:
@@ -207,10 +227,12 @@ class TrialLoop:
         if checkpoint is None:
             return False
         with self.tracer.span("restore", checkpoint=checkpoint.path), checkpoint.as_directory() as directory:
+            meta = store.read_checkpoint_meta(directory)
+            carried = meta.get("carried_by_seed") or [meta.get("carried", {})]
+            if self.adaptive:
+                self._take_seeds(len(carried), bool(meta.get("adding", True)))
             for index, run in enumerate(self.runs):
                 run.algo.restore_from_path(store.seed_checkpoint_dir(directory, index))
-            meta = store.read_checkpoint_meta(directory)
-        carried = meta.get("carried_by_seed") or [meta.get("carried", {})]
         restored = metrics.env_steps(meta["metrics"])
         for run, state in zip(self.runs, carried):
             # The checkpoint may be another trial's (PBT): its optimizer state carries that trial's learning rate.
@@ -228,6 +250,62 @@ class TrialLoop:
         self.next_eval = _next_multiple(restored, self.plan.eval_every) if self.plan.eval_every else 0
         self.last_rule = meta.get("rule_env_steps", restored)
         return False
+
+    def _take_seeds(self, count: int, adding: bool) -> None:
+        """Train ``count`` seeds, as the checkpoint being restored did (the trial's own from before a retry or
+        a resume, or under PBT another trial's), and go on adding seeds only if it still did."""
+        count = max(1, min(count, len(self.planned)))
+        while len(self.runs) > count:
+            self.runs.pop().stop()
+        while len(self.runs) < count:
+            self.runs.append(self._seed_run(self.planned[len(self.runs)]))
+        self.adding = adding and count < len(self.planned)
+        if self.seeds != self.planned[:count]:
+            self.seeds = self.planned[:count]
+            self.record_settings()
+
+    def _race_says_contender(self, k: int, value: float) -> bool:
+        import ray
+
+        if self._race is None:
+            if self.plan.seed_race is None:
+                raise RuntimeError("seeds.adaptive: this trial was started without the sweep's seed race")
+            name, namespace = self.plan.seed_race
+            self._race = ray.get_actor(name, namespace=namespace)
+        return bool(ray.get(self._race.check.remote(k, self.trial_id, value)))
+
+    def add_seed_if_contender(self, row: Mapping[str, Any]) -> None:
+        """With ``seeds.adaptive``, after a report: at the trial's next check, hand its value to the race;
+        a contender adds its next seed and trains it from zero to the trial's env steps."""
+        k = len(self.runs)
+        if not self.adding or k > len(self.checks) or metrics.env_steps(row) < self.checks[k - 1]:
+            return
+        value = row.get(self.spec.metric.name)
+        if not isinstance(value, (int, float)) or math.isnan(value):
+            return  # no value to rank yet: the check waits for the next row
+        contender = self._race_says_contender(k, float(value))
+        self.tracer.event("seed_check", check=k, value=float(value), contender=contender)
+        if not contender:
+            self.adding = False
+            return
+        seed = self.planned[k]
+        target = min(run.env_steps for run in self.runs)
+        with self.tracer.span("add_seed", seed=seed, env_steps=target):
+            run = self._seed_run(seed)
+            self.runs.append(run)
+            self.seeds = self.planned[: k + 1]
+            self.record_settings()
+            while run.env_steps < target:
+                with run.timer.iteration():
+                    result = run.algo.train()
+                if run.curriculum is not None:
+                    run.trained_on = run.task
+                    run.task = apply_curriculum(run.algo, run.curriculum, lifetime_env_steps(result), result)
+                run.normalizer(result, evaluation=False)  # carries its values forward, as each row does
+                run.env_steps = lifetime_env_steps(result)
+                if non_finite_losses(result):
+                    break  # its next iteration in the trial's lockstep reports the divergence
+        self.adding = len(self.runs) < len(self.planned)
 
     def train_step(self) -> tuple[list[dict[str, Any]], dict[str, float], str | None]:
         """One ``algo.train()`` per seed, each timed; returns RLlib's results, the hyperparameters the
@@ -293,6 +371,8 @@ class TrialLoop:
         if eval_time is not None:
             normalized["eval_time_s"] = eval_time
         normalized["env_steps_per_s"] = sampled / normalized[metrics.TIMING_TOTAL] if normalized[metrics.TIMING_TOTAL] > 0 else 0.0
+        if self.adaptive:
+            normalized[metrics.SEEDS_METRIC] = len(per_seed)
         if isinstance(trained_on := self.runs[0].trained_on, (int, float)) and not isinstance(trained_on, bool):
             normalized["task"] = trained_on
         normalized["peak_memory_mb"] = trial_peak_memory_mb(*(run.algo for run in self.runs))
@@ -381,6 +461,7 @@ class TrialLoop:
                     "carried": self.runs[0].normalizer.state(),
                     "carried_by_seed": [run.normalizer.state() for run in self.runs],
                     "seeds": self.seeds,
+                    "adding": self.adding,
                     "config": self.sampled,
                     "rule_env_steps": self.last_rule,
                 },
@@ -413,6 +494,8 @@ class TrialLoop:
                 self.report(row, checkpoint=self.checkpoint_due(env_steps, done))
                 if done:
                     return
+                if self.adding:
+                    self.add_seed_if_contender(row)
         finally:
             self.stop()
 

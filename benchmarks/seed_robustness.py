@@ -23,7 +23,9 @@ budget), so the same env steps:
   (``train_batch_size_per_learner``: 512 to 4,096, rl-zoo3's ``n_steps`` 32 to 256 over the entry's 16 envs),
   which rl-zoo3's space searches and the task's space fixes; ``per1_entry_batch`` and ``per3_entry_batch``
   are ``per1`` and ``per3`` over the same base and space, so the held-out stage meets today's default and
-  three seeds a trial where the space can learn.
+  three seeds a trial where the space can learn. ``adaptive_entry_batch`` is ``per3_entry_batch`` with
+  ``seeds.adaptive`` (a trial adds its 2nd and 3rd seeds only while a contender) over 11 trials, about as
+  many runs as the others; each sweep records the runs it spent.
 
 - ``zoo``: rl-baselines3-zoo's own search, as its README runs it (``python -m rl_zoo3.train --algo ppo --env
   ... -optimize --n-trials 20 --n-jobs 2 --sampler tpe --pruner median``, its own space, in its own venv:
@@ -123,6 +125,11 @@ SIDES: dict[str, dict[str, Any]] = {
                          "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
     "per3_entry_batch": {"per_trial": 3, "trials": 7, "holdout": None, "base": "zoo entry",
                          "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
+    # Up to 3 seeds, added only while a contender (seeds.adaptive, contender_share 0.5): 11 trials average
+    # about 21 runs (each trial 1, half add a 2nd at a third of the budget, half of those a 3rd at two thirds,
+    # a few more as the first trials at each check add one); the runs it spent are recorded per sweep.
+    "adaptive_entry_batch": {"per_trial": 3, "adaptive": True, "trials": 11, "holdout": None, "base": "zoo entry",
+                             "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
 }
 #: rl-zoo3's algorithm and env id for each task (the zoo side).
 ZOO_TASKS = {"acrobot": ("ppo", "Acrobot-v1"), "cartpole": ("ppo", "CartPole-v1"), "pendulum": ("sac", "Pendulum-v1")}
@@ -197,7 +204,8 @@ def document(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, 
         "searcher": {"name": "optuna", "seed": sweep_seed},
         "scheduler": "fifo",
         "budget": {"env_steps": setup["env_steps"], "trials": chosen["trials"], "max_concurrent": 2},
-        "seeds": {"per_trial": chosen["per_trial"], "aggregate": chosen.get("aggregate", "iqm")},
+        "seeds": {"per_trial": chosen["per_trial"], "aggregate": chosen.get("aggregate", "iqm"),
+                  **({"adaptive": True} if chosen.get("adaptive") else {})},
         "evaluation": {"episodes": EPISODES},
         "metric": {"name": "eval_return_mean", "mode": "max"},
         "holdout": chosen["holdout"],
@@ -230,6 +238,8 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
     confirm_s = time.perf_counter() - start
     (row,) = confirmed["configurations"]
     test = row["iqm"]
+    # Each trial ran its seeds for its env steps (FIFO: the budget); with seeds.adaptive their number varies.
+    trained = sum(len(t.seeds) or spec.seeds.per_trial for t in rlsweep.load(result.path).trials)
     return {
         "task": task,
         "side": side,
@@ -245,8 +255,8 @@ def one(task: str, side: str, sweep_seed: int, storage: Path) -> dict[str, Any]:
         "per_test_seed": row["per_seed"],
         "gap": reported - test,
         "covers": None if interval is None else bool(interval[0] <= test <= interval[1]),
-        "runs": spec.budget.trials * spec.seeds.per_trial + held_out_runs,
-        "env_steps": (spec.budget.trials * spec.seeds.per_trial + held_out_runs) * spec.budget.env_steps,
+        "runs": trained + held_out_runs,
+        "env_steps": (trained + held_out_runs) * spec.budget.env_steps,
         "sweep_s": swept_s,
         "confirm_s": confirm_s,
     }
@@ -402,7 +412,9 @@ PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "pe
          ("per1_entry", "per1"), ("per1_entry", "zoo"),
          ("holdout_entry_batch", "zoo"), ("holdout_entry_batch", "holdout_entry"), ("holdout_entry_batch", "holdout"),
          ("holdout_entry_batch", "per1_entry_batch"), ("holdout_entry_batch", "per3_entry_batch"),
-         ("per3_entry_batch", "per1_entry_batch"), ("per1_entry_batch", "zoo")]
+         ("per3_entry_batch", "per1_entry_batch"), ("per1_entry_batch", "zoo"),
+         ("adaptive_entry_batch", "per1_entry_batch"), ("adaptive_entry_batch", "per3_entry_batch"),
+         ("holdout_entry_batch", "adaptive_entry_batch")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -360,7 +360,9 @@ def test_adaptive_seeds_go_to_the_contenders_and_catch_up_before_the_next_row(ra
     from rlsweep.seeds import SeedRace
 
     doc = seeded_doc(tmp_path, seeds={"per_trial": 2, "adaptive": True, "contender_share": 0.25},
-                     searcher={"name": "random", "seed": 3}, budget={"env_steps": 2000, "trials": 4, "max_concurrent": 1})
+                     searcher={"name": "random", "seed": 3}, budget={"env_steps": 2000, "trials": 4, "max_concurrent": 1},
+                     # Evaluated at the budget only, and at the check, where the race needs the value.
+                     evaluation={"episodes": 2}, metric={"name": "eval_return_mean", "mode": "max"})
     result = rlsweep.run(rlsweep.load_spec(doc), verbose=0)
     trials = by_index(result.path)
     assert len(trials) == 4 and result.errored_trials == 0
@@ -369,14 +371,15 @@ def test_adaptive_seeds_go_to_the_contenders_and_catch_up_before_the_next_row(ra
     for trial in trials:
         first, last = trial.rows
         assert first["env_steps"] == 1000 and first["seeds"] == 1 and "seed/1/env_steps" not in first
-        added.append(race.check(1, trial.trial_id, first["return_mean"]))
+        added.append(race.check(1, trial.trial_id, first["eval_return_mean"]))
         assert last["seeds"] == (2 if added[-1] else 1), (trial.trial_id, last["seeds"], added)
         assert len(trial.seeds) == last["seeds"] and len(set(trial.seeds)) == len(trial.seeds)
         if added[-1]:
             # The second seed trained from zero to the first's 1,000 steps, then the iteration both ran.
             assert last["seed/0/env_steps"] == last["seed/1/env_steps"] == last["env_steps"] == 2000
             assert last["seed/1/episodes"] > 0 and math.isfinite(last["seed/1/return_mean"])
-            assert last["return_mean"] == pytest.approx((last["seed/0/return_mean"] + last["seed/1/return_mean"]) / 2)
+            for name in ("return_mean", "eval_return_mean"):
+                assert last[name] == pytest.approx((last[f"seed/0/{name}"] + last[f"seed/1/{name}"]) / 2)
             assert (trial.checkpoints[-1].path / "rlsweep_seeds" / "1").is_dir()
         else:
             assert "seed/1/env_steps" not in last

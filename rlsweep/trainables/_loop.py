@@ -264,6 +264,13 @@ class TrialLoop:
             self.seeds = self.planned[:count]
             self.record_settings()
 
+    def _check_needs_evaluation(self, env_steps: int) -> bool:
+        """With ``seeds.adaptive`` and an evaluation metric: whether this row reaches the trial's next check,
+        where the race needs the metric's value, so the seeds are evaluated there whatever the interval."""
+        k = len(self.runs)
+        return (self.adding and self.spec.metric.name in metrics.EVALUATION_METRICS and k <= len(self.checks)
+                and env_steps >= self.checks[k - 1])
+
     def _race_says_contender(self, k: int, value: float) -> bool:
         import ray
 
@@ -339,7 +346,7 @@ class TrialLoop:
         section."""
         if self.plan.eval_every is None:
             return None
-        if not (env_steps >= self.next_eval or done):
+        if not (env_steps >= self.next_eval or done or self._check_needs_evaluation(env_steps)):
             return 0.0
         start = time.perf_counter()
         with self.tracer.span("evaluate", env_steps=env_steps):

@@ -282,15 +282,20 @@ def seed_race(spec: SweepSpec, sweep_id: str, known: Mapping[int, Mapping[str, f
 
     from rlsweep.seeds import SeedRace
 
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     name = f"rlsweep-seed-race-{sweep_id}"
-    namespace = ray.get_runtime_context().namespace
-    actor = ray.remote(num_cpus=0, max_restarts=0)(SeedRace).options(name=name, namespace=namespace).remote(
+    context = ray.get_runtime_context()
+    # On the driver's node, which the sweep cannot lose and go on: a lost worker node takes no race with it.
+    here = NodeAffinitySchedulingStrategy(node_id=context.get_node_id(), soft=False)
+    actor = ray.remote(num_cpus=0)(SeedRace).options(name=name, namespace=context.namespace, scheduling_strategy=here).remote(
         spec.seeds.contenders, spec.metric.mode, known
     )
     try:
-        yield name, namespace
+        yield name, context.namespace
     finally:
-        ray.kill(actor)
+        with contextlib.suppress(Exception):  # Ray already down (the sweep's own error is the one to see)
+            ray.kill(actor)
 
 
 def storage_is_full(folder: Path) -> bool:

@@ -18,8 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from rlsweep.metrics import ENV_STEPS, SEEDS_METRIC
-
 #: The RLlib setting a trial's seed goes to.
 SEED_PATH = "debugging.seed"
 
@@ -70,46 +68,61 @@ class SeedRace:
     Each trial hands in its aggregate at check k (the first row at or past the check's env steps with a
     value); it is a contender when fewer than ``ceil(share * n)`` of the n values handed in at check k so
     far (its own counted) are strictly better under ``mode``. Trials that reach a check early, with few
-    others to rank against, are contenders, as in asynchronous successive halving. A trial that hands in a
-    value again (a retry, a resumed sweep) replaces its own. The sweep keeps one in a Ray actor its trials
-    call (:mod:`rlsweep.runtime`); this class holds no Ray."""
+    others to rank against, are contenders, as in asynchronous successive halving. A trial that hands in
+    again at a check it passed (a retry from an earlier checkpoint, a resumed sweep) gets the decision it
+    got the first time, and its first value stays. The sweep keeps one in a Ray actor its trials call
+    (:mod:`rlsweep.runtime`); this class holds no Ray.
 
-    def __init__(self, share: float, mode: str, known: Mapping[int, Mapping[str, float]] | None = None) -> None:
+    Args:
+        share: ``seeds.contender_share``.
+        mode: ``metric.mode``.
+        known: What trials handed in before (a resumed sweep's, :func:`race_record`): check -> trial id ->
+            ``{"value": float, "contender": bool}``.
+    """
+
+    def __init__(self, share: float, mode: str, known: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None) -> None:
         if not 0 < share < 1:
             raise ValueError(f"share must be strictly between 0 and 1, got {share}")
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
         self.share, self.mode = share, mode
-        self.values: dict[int, dict[str, float]] = {int(k): dict(v) for k, v in (known or {}).items()}
+        self.values: dict[int, dict[str, float]] = {}
+        self.decisions: dict[int, dict[str, bool]] = {}
+        for k, trials in (known or {}).items():
+            for trial_id, handed in trials.items():
+                self.values.setdefault(int(k), {})[trial_id] = float(handed["value"])
+                self.decisions.setdefault(int(k), {})[trial_id] = bool(handed["contender"])
 
     def check(self, k: int, trial_id: str, value: float) -> bool:
         """Record ``trial_id``'s ``value`` at check ``k``; whether it is a contender there."""
+        if trial_id in self.decisions.get(int(k), {}):
+            return self.decisions[int(k)][trial_id]
         if math.isnan(value):
             raise ValueError(f"trial {trial_id} has no value at check {k} to rank (NaN)")
         values = self.values.setdefault(int(k), {})
         values[trial_id] = float(value)
         better = sum(1 for v in values.values() if (v > value if self.mode == "max" else v < value))
-        return better < math.ceil(self.share * len(values))
+        contender = better < math.ceil(self.share * len(values))
+        self.decisions.setdefault(int(k), {})[trial_id] = contender
+        return contender
 
-    def record(self) -> dict[int, dict[str, float]]:
-        return {k: dict(v) for k, v in self.values.items()}
+    def record(self) -> dict[int, dict[str, dict[str, Any]]]:
+        return {k: {t: {"value": v, "contender": self.decisions[k][t]} for t, v in values.items()}
+                for k, values in self.values.items()}
 
 
-def race_record(trials: Iterable[tuple[str, Sequence[Mapping[str, Any]]]], metric: str, env_steps: int, per_trial: int
-                ) -> dict[int, dict[str, float]]:
-    """What an adaptive-seeds sweep's trials handed in at each check, read back from their rows (a resumed
-    sweep's race starts from it): at check k, a trial's value is its metric in the first row at or past the
-    check's env steps with k seeds and a value. ``trials``: (trial id, rows) pairs."""
-    known: dict[int, dict[str, float]] = {}
-    points = check_points(env_steps, per_trial)
-    for trial_id, rows in trials:
-        for k, at in enumerate(points, start=1):
-            for row in rows:
-                value = row.get(metric)
-                if (row.get(SEEDS_METRIC) == k and row.get(ENV_STEPS, 0) >= at and isinstance(value, (int, float))
-                        and not math.isnan(value)):
-                    known.setdefault(k, {})[trial_id] = float(value)
-                    break
+def race_record(trials: Iterable[tuple[str, Mapping[str, Any] | None]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """What an adaptive-seeds sweep's trials handed in at each check and what the race said, as each
+    recorded it (``seed_checks`` in its settings file): a resumed sweep's race starts from it.
+    ``trials``: (trial id, its recorded settings) pairs; a record that is not a check's is skipped."""
+    known: dict[int, dict[str, dict[str, Any]]] = {}
+    for trial_id, settings in trials:
+        checks = (settings or {}).get("seed_checks")
+        for k, handed in (checks.items() if isinstance(checks, Mapping) else ()):
+            if (str(k).isdigit() and isinstance(handed, Mapping) and isinstance(handed.get("contender"), bool)
+                    and isinstance(handed.get("value"), (int, float)) and not isinstance(handed.get("value"), bool)
+                    and math.isfinite(handed["value"])):
+                known.setdefault(int(k), {})[trial_id] = {"value": float(handed["value"]), "contender": handed["contender"]}
     return known
 
 

@@ -30,7 +30,7 @@ from rlsweep._schedules import budget_problems as schedule_budget_problems
 from rlsweep._schedules import parse as parse_schedule
 from rlsweep._schema import Section, check_field
 from rlsweep.errors import Problem, SpecError, shorten
-from rlsweep.metrics import metric_name_problem
+from rlsweep.metrics import SEEDS_METRIC, metric_name_problem
 from rlsweep.seeds import DEFAULT_CONTENDER_SHARE, SEED_PATH
 from rlsweep.search_spaces._domains import (
     Choice,
@@ -902,11 +902,17 @@ def _cross_section_problems(
             problems.append(Problem("metric.name", problem))
         elif metric.name.startswith("eval_") and values.get("evaluation") is None:
             problems.append(Problem("metric.name", f"{metric.name!r} needs an 'evaluation' section"))
+        elif metric.name == SEEDS_METRIC:
+            problems.append(Problem("metric.name", f"{SEEDS_METRIC!r} counts the training seeds a row is over, not how well "
+                                                   "a configuration does: name a return, such as 'return_mean'"))
     for key in values.get("stop", {}):
         if problem := metric_name_problem(key):
             problems.append(Problem(f"stop.{key}", problem))
         elif key == "env_steps":
             problems.append(Problem("stop.env_steps", "the env-step budget is budget.env_steps; remove it from stop"))
+        elif key == SEEDS_METRIC and not getattr(values.get("seeds"), "adaptive", False):
+            problems.append(Problem(f"stop.{key}", "rows report how many seeds they are over only with seeds.adaptive: "
+                                                   "true; set it, or remove this stop"))
     seeds = values.get("seeds")
     if seeds is not None:
         low, high = seeds.tuning
@@ -921,6 +927,13 @@ def _cross_section_problems(
                 "seeds.aggregate",
                 f"lcb (the mean less its standard error over a trial's seeds) needs seeds.per_trial >= 2, got "
                 f"{seeds.per_trial}: set per_trial, or another aggregate",
+            ))
+        if seeds.adaptive and seeds.aggregate in ("lcb", "min"):
+            problems.append(Problem(
+                "seeds.aggregate",
+                f"{seeds.aggregate} ranks a trial on several seeds below one on a single seed of the same mean (its "
+                "spread, or its worst seed, counts against it), and with seeds.adaptive trials hold different "
+                "numbers of seeds: use iqm, mean or median",
             ))
         if seeds.adaptive and seeds.per_trial < 2:
             problems.append(Problem(

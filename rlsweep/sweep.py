@@ -562,19 +562,20 @@ def resume(
     return root, spec, errored
 
 
-def _race_so_far(root: Path, spec: SweepSpec) -> dict[int, dict[str, float]] | None:
-    """With ``seeds.adaptive``: what the sweep's trials handed in at each check before it stopped, read from
-    their rows, so the resumed sweep ranks its trials against the ones that ran before."""
+def _race_so_far(root: Path, spec: SweepSpec) -> dict[int, dict[str, dict[str, Any]]] | None:
+    """With ``seeds.adaptive``: what the sweep's trials handed in at each check before it stopped and what the
+    race said, as each recorded it, so the resumed sweep ranks its trials against the ones that ran before
+    and a trial that checks again gets its first answer."""
     if not spec.seeds.adaptive:
         return None
     trials = store.read_trials(root, budget_env_steps=spec.budget.env_steps)
-    return race_record(((t.trial_id, t.rows) for t in trials), spec.metric.name, spec.budget.env_steps, spec.seeds.per_trial)
+    return race_record((t.trial_id, t.settings) for t in trials)
 
 
 def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
     """A one-trial spec that reruns trial ``trial_id`` of the sweep at ``path`` from the config and training
-    seed it recorded as it started: the sweep's spec with every searched value (and the seed) fixed, FIFO,
-    the full budget, named ``<name>-reproduce-<trial id>``.
+    seed it recorded as it started (a trial with several seeds: its first): the sweep's spec with every
+    searched value (and the seed) fixed, one seed, FIFO, the full budget, named ``<name>-reproduce-<trial id>``.
 
     Raises:
         UsageError: no such trial (or an ambiguous prefix), or it never started (nothing recorded).
@@ -604,6 +605,9 @@ def reproduction_spec(path: str | Path, trial_id: str) -> SweepSpec:
         preset=None,
     )
     spec["budget"] = {**spec["budget"], "trials": 1, "max_concurrent": 1}
+    # The recorded config fixes the trial's first seed, so the rerun trains that one seed (and adds none).
+    spec["seeds"] = {**{k: v for k, v in (spec.get("seeds") or {}).items() if k not in ("aggregate", "adaptive", "contender_share")},
+                     "per_trial": 1}
     return load_spec(spec)
 
 

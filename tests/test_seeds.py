@@ -229,6 +229,8 @@ def test_iqm_cuts_whole_values_and_nan_means_no_value_yet():
         ({"per_trial": 3, "adaptive": True, "contender_share": 1}, "seeds.contender_share", "must be < 1, got 1"),
         ({"per_trial": 3, "adaptive": True, "contender_share": 0}, "seeds.contender_share", "must be > 0, got 0"),
         ({"per_trial": 3, "adaptive": "yes"}, "seeds.adaptive", "must be true or false, got 'yes'"),
+        ({"per_trial": 3, "adaptive": True, "aggregate": "lcb"}, "seeds.aggregate", "lcb ranks a trial on several seeds below one"),
+        ({"per_trial": 3, "adaptive": True, "aggregate": "min"}, "seeds.aggregate", "trials hold different numbers of seeds: use iqm"),
     ],
 )
 def test_seed_settings_that_cannot_work_name_their_path(tmp_path, seeds, path, words):
@@ -238,6 +240,16 @@ def test_seed_settings_that_cannot_work_name_their_path(tmp_path, seeds, path, w
         rlsweep.load_spec(seeded_doc(tmp_path, seeds=seeds), preflight=False)
     (problem,) = raised.value.problems
     assert problem.path == path and words in problem.message
+
+
+def test_the_seeds_count_is_no_score_and_stops_only_a_sweep_that_adds_seeds(tmp_path):
+    from rlsweep.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"metric.name: 'seeds' counts the training seeds a row is over"):
+        rlsweep.load_spec(seeded_doc(tmp_path, metric={"name": "seeds", "mode": "max"}), preflight=False)
+    with pytest.raises(SpecError, match=r"stop.seeds: rows report how many seeds they are over only with seeds.adaptive"):
+        rlsweep.load_spec(seeded_doc(tmp_path, stop={"seeds": 3}), preflight=False)
+    assert rlsweep.load_spec(seeded_doc(tmp_path, stop={"seeds": 3}, seeds={"per_trial": 3, "adaptive": True}), preflight=False)
 
 
 def test_one_fixed_seed_and_several_seeds_per_trial_conflict(tmp_path):
@@ -318,12 +330,14 @@ def test_a_contender_ranks_in_the_best_share_of_the_values_handed_in_at_its_chec
     assert [race.check(1, t, v) for t, v in [("a", 10.0), ("b", 5.0), ("c", 7.0), ("d", 6.0)]] == [True, False, True, False]
     assert race.check(1, "e", 10.0)  # a tie with the best: nobody strictly better
     assert race.check(2, "b", 1.0)  # each check ranks only its own values
-    assert race.check(1, "b", 20.0) and race.record()[1]["b"] == 20.0  # handed in again (a retry): replaces its own
+    # Handed in again (a retry from before its check, a resumed sweep): the first answer, the first value.
+    assert not race.check(1, "b", 20.0) and race.record()[1]["b"] == {"value": 5.0, "contender": False}
     lower = SeedRace(0.25, "min")  # lower is better: ceil(0.25 x n) places
     assert [lower.check(1, t, v) for t, v in [("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 0.5), ("e", 4.0)]] == [
         True, True, False, True, False]
-    seeded = SeedRace(0.5, "max", known={1: {"a": 10.0, "b": 5.0}})  # a resumed sweep's, read from its rows
-    assert not seeded.check(1, "c", 4.0) and seeded.check(1, "d", 6.0)
+    # A resumed sweep's, as its trials recorded it: their answers stand, and the new ones rank against them.
+    seeded = SeedRace(0.5, "max", known={1: {"a": {"value": 10.0, "contender": True}, "b": {"value": 5.0, "contender": False}}})
+    assert not seeded.check(1, "c", 4.0) and seeded.check(1, "d", 6.0) and not seeded.check(1, "b", 99.0)
     for share, mode in [(0, "max"), (1, "max"), (0.5, "best")]:
         with pytest.raises(ValueError):
             SeedRace(share, mode)
@@ -331,23 +345,25 @@ def test_a_contender_ranks_in_the_best_share_of_the_values_handed_in_at_its_chec
         race.check(1, "f", math.nan)
 
 
-def test_adaptive_checks_split_the_budget_evenly_and_rows_give_back_what_each_trial_handed_in():
+def test_adaptive_checks_split_the_budget_evenly_and_a_resumed_race_reads_what_each_trial_recorded():
     from rlsweep.seeds import check_points, race_record
 
     assert check_points(3000, 3) == [1000, 2000]
     assert check_points(1000, 4) == [250, 500, 750]
     assert check_points(10, 2) == [5]
-    rows = {
-        # Added its 2nd seed at 1,000 (value 8), not its 3rd at 2,000 (value 9, on 2 seeds).
-        "a": [{"env_steps": 500, "seeds": 1, "return_mean": 1.0}, {"env_steps": 1000, "seeds": 1, "return_mean": 8.0},
-              {"env_steps": 1500, "seeds": 2, "return_mean": 7.0}, {"env_steps": 2000, "seeds": 2, "return_mean": 9.0},
-              {"env_steps": 2500, "seeds": 2, "return_mean": 9.5}],
-        # No value at 1,000 yet: handed in its first one, at 1,500; stopped adding there.
-        "b": [{"env_steps": 1000, "seeds": 1, "return_mean": math.nan}, {"env_steps": 1500, "seeds": 1, "return_mean": 2.0},
-              {"env_steps": 2500, "seeds": 1, "return_mean": 3.0}],
-        "c": [{"env_steps": 900, "seeds": 1, "return_mean": 4.0}],  # ended before its first check
+    settings = {
+        "a": {"seeds": [4, 9], "seed_checks": {"1": {"value": 8.0, "contender": True, "env_steps": 1000},
+                                               "2": {"value": 9.0, "contender": False, "env_steps": 2000}}},
+        "b": {"seeds": [7], "seed_checks": {"1": {"value": 2, "contender": False}}},
+        "c": {"seeds": [1]},  # ended before its first check
+        "d": None,  # never started
+        # Damaged records are skipped: not a check, no answer, a value that is no number or not finite.
+        "e": {"seed_checks": {"x": {"value": 1.0, "contender": True}, "1": {"value": 1.0}, "2": {"value": True, "contender": True},
+                              "3": {"value": math.nan, "contender": True}}},
+        "f": {"seed_checks": [1, 2]},
     }
-    assert race_record(rows.items(), "return_mean", 3000, 3) == {1: {"a": 8.0, "b": 2.0}, 2: {"a": 9.0}}
+    assert race_record(settings.items()) == {1: {"a": {"value": 8.0, "contender": True}, "b": {"value": 2.0, "contender": False}},
+                                             2: {"a": {"value": 9.0, "contender": False}}}
 
 
 @pytest.mark.slow
@@ -357,7 +373,8 @@ def test_adaptive_seeds_go_to_the_contenders_and_catch_up_before_the_next_row(ra
     time, so the race sees the trials' values in their order and its decisions can be replayed here."""
     import ray
 
-    from rlsweep.seeds import SeedRace
+    from rlsweep.seeds import SeedRace, race_record
+    from rlsweep.sweep import reproduction_spec
 
     doc = seeded_doc(tmp_path, seeds={"per_trial": 2, "adaptive": True, "contender_share": 0.25},
                      searcher={"name": "random", "seed": 3}, budget={"env_steps": 2000, "trials": 4, "max_concurrent": 1},
@@ -384,6 +401,12 @@ def test_adaptive_seeds_go_to_the_contenders_and_catch_up_before_the_next_row(ra
         else:
             assert "seed/1/env_steps" not in last
     assert added[0] and not all(added), added  # the first always adds; later ones only if best so far
+    # Each trial recorded what it handed in and the answer: a resumed sweep's race starts from exactly that.
+    assert race_record((t.trial_id, t.settings) for t in trials) == race.record()
+    # reproduce reruns a trial's first seed, the one its recorded config fixes.
+    rerun = reproduction_spec(result.path, trials[0].trial_id)
+    assert rerun.seeds.per_trial == 1 and not rerun.seeds.adaptive
+    assert rerun.document["search_space"]["debugging.seed"] == {"fixed": trials[0].seeds[0]}
     history = load(result.path).history()
     assert history.groupby("trial_id")["seeds"].max().sum() == 4 + sum(added)
     with pytest.raises(ValueError):  # the race ended with the sweep

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import math
 import os
 import tempfile
@@ -164,6 +165,8 @@ class TrialLoop:
         self.adding = self.adaptive
         self.checks = check_points(spec.budget.env_steps, len(self.planned)) if self.adaptive else []
         self._race: Any = None
+        #: With seeds.adaptive: what the trial handed in at each check and what the race said, by check.
+        self.seed_checks: dict[str, dict[str, Any]] = {}
         #: The seeds it trains now (all it planned, unless adaptive).
         self.seeds = self.planned[:1] if self.adaptive else self.planned
         self.spec, self.sampled, self.plan = spec, sampled, plan
@@ -216,6 +219,8 @@ class TrialLoop:
             "seeds": self.seeds,
             "ray": ray.__version__,
         }
+        if self.adaptive:
+            settings["seed_checks"] = self.seed_checks
         store.write_trial_settings(_compat.write_trial_file, settings)
 
     def restore(self) -> bool:
@@ -230,6 +235,8 @@ class TrialLoop:
             meta = store.read_checkpoint_meta(directory)
             carried = meta.get("carried_by_seed") or [meta.get("carried", {})]
             if self.adaptive:
+                if meta.get("trial_id") == self.trial_id:  # its own (a retry, a resume): its checks so far
+                    self.seed_checks = dict(meta.get("seed_checks") or {})
                 self._take_seeds(len(carried), bool(meta.get("adding", True)))
             for index, run in enumerate(self.runs):
                 run.algo.restore_from_path(store.seed_checkpoint_dir(directory, index))
@@ -260,9 +267,9 @@ class TrialLoop:
         while len(self.runs) < count:
             self.runs.append(self._seed_run(self.planned[len(self.runs)]))
         self.adding = adding and count < len(self.planned)
-        if self.seeds != self.planned[:count]:
-            self.seeds = self.planned[:count]
-            self.record_settings()
+        self.seeds = self.planned[:count]
+        self.policy_memory = self.remote_nodes = None  # read again over the seeds it holds now
+        self.record_settings()
 
     def _check_needs_evaluation(self, env_steps: int) -> bool:
         """With ``seeds.adaptive`` and an evaluation metric: whether this row reaches the trial's next check,
@@ -271,36 +278,48 @@ class TrialLoop:
         return (self.adding and self.spec.metric.name in metrics.EVALUATION_METRICS and k <= len(self.checks)
                 and env_steps >= self.checks[k - 1])
 
-    def _race_says_contender(self, k: int, value: float) -> bool:
+    def _race_says_contender(self, k: int, value: float) -> bool | None:
+        """The race's decision, or None where the race cannot be reached (the trial then adds no seed)."""
         import ray
 
-        if self._race is None:
-            if self.plan.seed_race is None:
-                raise RuntimeError("seeds.adaptive: this trial was started without the sweep's seed race")
-            name, namespace = self.plan.seed_race
-            self._race = ray.get_actor(name, namespace=namespace)
-        return bool(ray.get(self._race.check.remote(k, self.trial_id, value)))
+        try:
+            if self._race is None:
+                if self.plan.seed_race is None:
+                    raise RuntimeError("this trial was started without the sweep's seed race")
+                name, namespace = self.plan.seed_race
+                self._race = ray.get_actor(name, namespace=namespace)
+            return bool(ray.get(self._race.check.remote(k, self.trial_id, value)))
+        except Exception as exc:  # the actor lost with its node, or never made: the trial goes on with its seeds
+            logging.getLogger("rlsweep").warning(
+                "trial %s adds no more seeds: the sweep's seed race did not answer (%s)", self.trial_id, exc)
+            return None
 
-    def add_seed_if_contender(self, row: Mapping[str, Any]) -> None:
+    def add_seed_if_contender(self, row: Mapping[str, Any]) -> bool:
         """With ``seeds.adaptive``, after a report: at the trial's next check, hand its value to the race;
-        a contender adds its next seed and trains it from zero to the trial's env steps."""
+        a contender adds its next seed and trains it from zero to the trial's env steps (evaluated, where the
+        spec evaluates), and checkpoints at its next row. Returns True where the added seed diverged while
+        catching up: the trial has then reported its last row."""
         k = len(self.runs)
         if not self.adding or k > len(self.checks) or metrics.env_steps(row) < self.checks[k - 1]:
-            return
+            return False
         value = row.get(self.spec.metric.name)
         if not isinstance(value, (int, float)) or math.isnan(value):
-            return  # no value to rank yet: the check waits for the next row
+            return False  # no value to rank yet: the check waits for the next row
         contender = self._race_says_contender(k, float(value))
-        self.tracer.event("seed_check", check=k, value=float(value), contender=contender)
+        if contender is not None:
+            self.seed_checks[str(k)] = {"value": float(value), "contender": contender, "env_steps": metrics.env_steps(row)}
+        self.tracer.event("seed_check", check=k, value=float(value), contender=bool(contender))
         if not contender:
             self.adding = False
-            return
+            self.record_settings()
+            return False
         seed = self.planned[k]
         target = min(run.env_steps for run in self.runs)
         with self.tracer.span("add_seed", seed=seed, env_steps=target):
             run = self._seed_run(seed)
             self.runs.append(run)
             self.seeds = self.planned[: k + 1]
+            self.policy_memory = self.remote_nodes = None  # read again over the seeds it holds now
             self.record_settings()
             while run.env_steps < target:
                 with run.timer.iteration():
@@ -310,9 +329,18 @@ class TrialLoop:
                     run.task = apply_curriculum(run.algo, run.curriculum, lifetime_env_steps(result), result)
                 run.normalizer(result, evaluation=False)  # carries its values forward, as each row does
                 run.env_steps = lifetime_env_steps(result)
-                if non_finite_losses(result):
-                    break  # its next iteration in the trial's lockstep reports the divergence
+                if losses := non_finite_losses(result):
+                    # Its weights are not finite: the trial ends here, once, as a config that diverges does.
+                    last = {**row, metrics.DIVERGED: f"{', '.join(losses)} (seed {seed}, added at {target} env steps, "
+                                                     f"at {run.env_steps} of them)"}
+                    self.report(last, checkpoint=False)
+                    return True
+            if self.plan.eval_every is not None:
+                # Its evaluation metric, carried forward until the trial evaluates again, then has a value.
+                run.normalizer({"evaluation": run.algo.evaluate()}, evaluation=True)
         self.adding = len(self.runs) < len(self.planned)
+        self.next_checkpoint = 0  # the next row checkpoints every seed: a retry keeps the catch-up
+        return False
 
     def train_step(self) -> tuple[list[dict[str, Any]], dict[str, float], str | None]:
         """One ``algo.train()`` per seed, each timed; returns RLlib's results, the hyperparameters the
@@ -469,6 +497,8 @@ class TrialLoop:
                     "carried_by_seed": [run.normalizer.state() for run in self.runs],
                     "seeds": self.seeds,
                     "adding": self.adding,
+                    "seed_checks": self.seed_checks,
+                    "trial_id": self.trial_id,
                     "config": self.sampled,
                     "rule_env_steps": self.last_rule,
                 },
@@ -501,8 +531,8 @@ class TrialLoop:
                 self.report(row, checkpoint=self.checkpoint_due(env_steps, done))
                 if done:
                     return
-                if self.adding:
-                    self.add_seed_if_contender(row)
+                if self.adding and self.add_seed_if_contender(row):
+                    return
         finally:
             self.stop()
 

@@ -186,7 +186,7 @@ def test_the_retraining_of_a_sweep_with_any_aggregate_is_a_valid_spec(aggregate)
     retrain, problems = parse_spec(confirmation_document(document, _plan()))
     assert problems == [] and retrain is not None and retrain.seeds.per_trial == 1
     # Nor seeds to add one at a time (seeds.adaptive needs two too): the same one-seed retraining.
-    adaptive = {**document, "seeds": {**document["seeds"], "adaptive": True, "contender_share": 0.3}}
+    adaptive = {**document, "seeds": {"per_trial": 3, "adaptive": True, "contender_share": 0.3}}
     assert parse_spec(adaptive)[0] is not None
     assert parse_spec(confirmation_document(adaptive, _plan())) == (retrain, [])
     # One seed: the default aggregate, the same retraining as a sweep that named none.

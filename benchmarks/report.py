@@ -379,7 +379,9 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                   "holdout_entry": "the held-out stage, over rl-baselines3-zoo's entry for the task",
                   "holdout_entry_batch": "the held-out stage, over rl-baselines3-zoo's entry, also searching the batch",
                   "per1_entry_batch": "one seed a trial (the search's answer), over rl-baselines3-zoo's entry, also searching the batch",
-                  "per3_entry_batch": "three seeds a trial (IQM), over rl-baselines3-zoo's entry, also searching the batch"}
+                  "per3_entry_batch": "three seeds a trial (IQM), over rl-baselines3-zoo's entry, also searching the batch",
+                  "adaptive_entry_batch": "up to three seeds a trial, added while a contender (IQM), over rl-baselines3-zoo's "
+                                          "entry, also searching the batch"}
     parts = []
     for loaded in current:
         data = loaded.data
@@ -387,8 +389,9 @@ def render_seed_robustness(current: list[Loaded]) -> str:
         low, high = data["setup"]["range"]
         rows = []
         for side, summary in data["summary"].items():
+            runs = summary.get("median_runs")
             rows.append([
-                side_names.get(side, side), str(summary["sweeps"]), _num(summary["median_reported"]),
+                side_names.get(side, side), str(summary["sweeps"]), "" if runs is None else f"{runs:g}", _num(summary["median_reported"]),
                 _num(summary["median_test_iqm"]), f"{summary['median_gap']:+,.1f}",
                 _share(abs(summary["median_gap_share_of_range"])), str(summary["covered"]),
             ])
@@ -396,7 +399,7 @@ def render_seed_robustness(current: list[Loaded]) -> str:
         parts.append(
             f"**{setup['env']}**, {setup['algorithm']}, {setup['env_steps']:,} env steps a run, scores from "
             f"{_num(low, 0)} to {_num(high, 0)}:\n\n"
-            + _table(["answer from", "sweeps", "median reported", "median on 10 new seeds", "median gap",
+            + _table(["answer from", "sweeps", "runs a sweep (median)", "median reported", "median on 10 new seeds", "median gap",
                       "median gap size / score range", "interval covers the new-seed score"], rows)
         )
         said = []
@@ -416,7 +419,10 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                           ("holdout_entry_batch_minus_per1_entry_batch", "over rl-baselines3-zoo's entry, searching the batch, the held-out stage's winner against the search's own"),
                           ("per3_entry_batch_minus_per1_entry_batch", "over the same, three seeds a trial (IQM) against one"),
                           ("holdout_entry_batch_minus_per3_entry_batch", "over the same, the held-out stage against three seeds a trial"),
-                          ("per1_entry_batch_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer")):
+                          ("per1_entry_batch_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer"),
+                          ("adaptive_entry_batch_minus_per1_entry_batch", "over the same, seeds added while a contender against one seed a trial"),
+                          ("adaptive_entry_batch_minus_per3_entry_batch", "over the same, seeds added while a contender against three seeds a trial"),
+                          ("holdout_entry_batch_minus_adaptive_entry_batch", "over the same, the held-out stage against seeds added while a contender")):
             versus = data.get(key)
             if versus and versus.get("sweeps", 0) >= 2:
                 ci_low, ci_high = versus["ci95"]

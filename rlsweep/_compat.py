@@ -344,6 +344,19 @@ def write_trial_file(name: str, text: str) -> None:
         out.write(text.encode())
 
 
+def read_trial_file(name: str) -> str | None:
+    """The text of a file in the running trial's folder in the experiment's storage (one an earlier process
+    of the same trial wrote: before a retry, a pause, a PBT copy or a resumed sweep), or None."""
+    from ray import tune
+
+    storage = tune.get_context().get_storage()
+    try:
+        with storage.storage_filesystem.open_input_stream(f"{storage.trial_fs_path}/{name}") as found:
+            return bytes(found.read()).decode(errors="replace")
+    except OSError:  # not written yet (FileNotFoundError), or unreadable
+        return None
+
+
 @contextlib.contextmanager
 def algorithm_log_folders_in(folder: str) -> Iterator[None]:
     """While an RLlib algorithm is built outside Tune's own trainable, its (empty) log folder goes in

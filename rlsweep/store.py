@@ -664,6 +664,15 @@ def write_trial_settings(write: Callable[[str, str], None], settings: Mapping[st
     write(TRIAL_FILE, json.dumps(dict(settings), default=str))
 
 
+def recorded_seed_checks(text: str | None) -> dict[str, dict[str, Any]]:
+    """The ``seed_checks`` a trial's settings file (its text) records, or none where it has no readable one."""
+    try:
+        checks = json.loads(text).get("seed_checks") if text else None
+    except (ValueError, AttributeError):
+        return {}
+    return {str(k): dict(v) for k, v in checks.items() if isinstance(v, Mapping)} if isinstance(checks, Mapping) else {}
+
+
 def write_spec_problems(write: Callable[[str, str], None], problems: Iterable[Any]) -> None:
     write(SPEC_PROBLEMS_FILE, json.dumps([{"path": p.path, "message": p.message} for p in problems]))
 

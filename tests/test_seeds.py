@@ -366,6 +366,17 @@ def test_adaptive_checks_split_the_budget_evenly_and_a_resumed_race_reads_what_e
                                              2: {"a": {"value": 9.0, "contender": False}}}
 
 
+def test_a_trial_started_again_reads_its_checks_from_its_settings_file_whatever_state_it_is_in():
+    """A retried, paused, copied (PBT) or resumed trial reads what it handed in before from its own
+    rlsweep_trial.json, so its record keeps every check; a missing or damaged file gives none."""
+    assert store.recorded_seed_checks(json.dumps({"seeds": [3, 4], "seed_checks": {"1": {"value": 8.0, "contender": True}}})) == {
+        "1": {"value": 8.0, "contender": True}}
+    for text in (None, "", "{not json", "[1, 2]", json.dumps({"seeds": [3]}), json.dumps({"seed_checks": [1]})):
+        assert store.recorded_seed_checks(text) == {}, text
+    assert store.recorded_seed_checks(json.dumps({"seed_checks": {"1": 5, "2": {"value": 1.0, "contender": False}}})) == {
+        "2": {"value": 1.0, "contender": False}}
+
+
 @pytest.mark.slow
 def test_adaptive_seeds_go_to_the_contenders_and_catch_up_before_the_next_row(ray_runtime, tmp_path):
     """seeds.adaptive: each trial starts on one seed and, at its check (half the budget with two seeds),

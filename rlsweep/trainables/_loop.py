@@ -174,6 +174,8 @@ class TrialLoop:
         self.node_id = ray.get_runtime_context().get_node_id()
         self.trial_id = str(tune.get_context().get_trial_id())
         self.tracer = tracing.trial_tracer(plan.trace, self.trial_id)
+        if self.adaptive:  # a trial started again (a retry, a pause, a PBT copy, a resume) keeps its checks
+            self.seed_checks = store.recorded_seed_checks(_compat.read_trial_file(store.TRIAL_FILE))
         # Before the build, so a trial whose env or config fails to build still says what it ran with.
         self.record_settings()
         self.runs: list[SeedRun] = []
@@ -235,8 +237,6 @@ class TrialLoop:
             meta = store.read_checkpoint_meta(directory)
             carried = meta.get("carried_by_seed") or [meta.get("carried", {})]
             if self.adaptive:
-                if meta.get("trial_id") == self.trial_id:  # its own (a retry, a resume): its checks so far
-                    self.seed_checks = dict(meta.get("seed_checks") or {})
                 self._take_seeds(len(carried), bool(meta.get("adding", True)))
             for index, run in enumerate(self.runs):
                 run.algo.restore_from_path(store.seed_checkpoint_dir(directory, index))
@@ -497,8 +497,6 @@ class TrialLoop:
                     "carried_by_seed": [run.normalizer.state() for run in self.runs],
                     "seeds": self.seeds,
                     "adding": self.adding,
-                    "seed_checks": self.seed_checks,
-                    "trial_id": self.trial_id,
                     "config": self.sampled,
                     "rule_env_steps": self.last_rule,
                 },

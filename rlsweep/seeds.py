@@ -67,7 +67,7 @@ class SeedRace:
 
     Each trial hands in its aggregate at check k (the first row at or past the check's env steps with a
     value); it is a contender when fewer than ``ceil(share * n)`` of the n values handed in at check k so
-    far (its own counted) are strictly better under ``mode``. Trials that reach a check early, with few
+    far (its own among the n) are other trials' values as good as or better than its own under ``mode``. Trials that reach a check early, with few
     others to rank against, are contenders, as in asynchronous successive halving. A trial that hands in
     again at a check it passed (a retry from an earlier checkpoint, a resumed sweep) gets the decision it
     got the first time, and its first value stays. The sweep keeps one in a Ray actor its trials call
@@ -101,8 +101,10 @@ class SeedRace:
             raise ValueError(f"trial {trial_id} has no value at check {k} to rank (NaN)")
         values = self.values.setdefault(int(k), {})
         values[trial_id] = float(value)
-        better = sum(1 for v in values.values() if (v > value if self.mode == "max" else v < value))
-        contender = better < math.ceil(self.share * len(values))
+        # Another trial's equal value counts as better: trials that tie (Acrobot's runs all at -500 before
+        # they learn) do not all add seeds; the first of them to hand it in does.
+        at_least = sum(1 for t, v in values.items() if t != trial_id and (v >= value if self.mode == "max" else v <= value))
+        contender = at_least < math.ceil(self.share * len(values))
         self.decisions.setdefault(int(k), {})[trial_id] = contender
         return contender
 

@@ -328,7 +328,9 @@ def test_a_contender_ranks_in_the_best_share_of_the_values_handed_in_at_its_chec
     race = SeedRace(0.5, "max")
     # At check 1: alone (ceil(0.5 x 1) = 1 place), worse of two (1 place), second of three (2), third of four (2).
     assert [race.check(1, t, v) for t, v in [("a", 10.0), ("b", 5.0), ("c", 7.0), ("d", 6.0)]] == [True, False, True, False]
-    assert race.check(1, "e", 10.0)  # a tie with the best: nobody strictly better
+    assert race.check(1, "e", 10.0)  # as good as the best: 1 of 5 values, 3 places
+    floor = SeedRace(0.5, "max")  # equal values count as better: of trials stuck at the floor, the first adds
+    assert [floor.check(1, t, -500.0) for t in "abcd"] == [True, False, False, False]
     assert race.check(2, "b", 1.0)  # each check ranks only its own values
     # Handed in again (a retry from before its check, a resumed sweep): the first answer, the first value.
     assert not race.check(1, "b", 20.0) and race.record()[1]["b"] == {"value": 5.0, "contender": False}

@@ -380,8 +380,9 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                   "holdout_entry_batch": "the held-out stage, over rl-baselines3-zoo's entry, also searching the batch",
                   "per1_entry_batch": "one seed a trial (the search's answer), over rl-baselines3-zoo's entry, also searching the batch",
                   "per3_entry_batch": "three seeds a trial (IQM), over rl-baselines3-zoo's entry, also searching the batch",
-                  "adaptive_entry_batch": "up to three seeds a trial, added while a contender (IQM), over rl-baselines3-zoo's "
-                                          "entry, also searching the batch"}
+                  "adaptive_entry_batch": "up to three seeds a trial, added while a contender (IQM, 11 trials), over "
+                                          "rl-baselines3-zoo's entry, also searching the batch",
+                  "adaptive14_entry_batch": "the same with 14 trials"}
     parts = []
     for loaded in current:
         data = loaded.data
@@ -422,7 +423,10 @@ def render_seed_robustness(current: list[Loaded]) -> str:
                           ("per1_entry_batch_minus_zoo", "the search's own answer over rl-baselines3-zoo's entry, searching the batch, against rl-baselines3-zoo's answer"),
                           ("adaptive_entry_batch_minus_per1_entry_batch", "over the same, seeds added while a contender against one seed a trial"),
                           ("adaptive_entry_batch_minus_per3_entry_batch", "over the same, seeds added while a contender against three seeds a trial"),
-                          ("holdout_entry_batch_minus_adaptive_entry_batch", "over the same, the held-out stage against seeds added while a contender")):
+                          ("holdout_entry_batch_minus_adaptive_entry_batch", "over the same, the held-out stage against seeds added while a contender"),
+                          ("adaptive14_entry_batch_minus_per1_entry_batch", "over the same, seeds added while a contender (14 trials) against one seed a trial"),
+                          ("adaptive14_entry_batch_minus_per3_entry_batch", "over the same, seeds added while a contender (14 trials) against three seeds a trial"),
+                          ("holdout_entry_batch_minus_adaptive14_entry_batch", "over the same, the held-out stage against seeds added while a contender (14 trials)")):
             versus = data.get(key)
             if versus and versus.get("sweeps", 0) >= 2:
                 ci_low, ci_high = versus["ci95"]

@@ -25,7 +25,8 @@ budget), so the same env steps:
   are ``per1`` and ``per3`` over the same base and space, so the held-out stage meets today's default and
   three seeds a trial where the space can learn. ``adaptive_entry_batch`` is ``per3_entry_batch`` with
   ``seeds.adaptive`` (a trial adds its 2nd and 3rd seeds only while a contender) over 11 trials, about as
-  many runs as the others; each sweep records the runs it spent.
+  many runs as the others by design; on Acrobot it spent about 16, so ``adaptive14_entry_batch`` runs 14
+  trials (about 20 runs). Each sweep records the runs it spent.
 
 - ``zoo``: rl-baselines3-zoo's own search, as its README runs it (``python -m rl_zoo3.train --algo ppo --env
   ... -optimize --n-trials 20 --n-jobs 2 --sampler tpe --pruner median``, its own space, in its own venv:
@@ -130,6 +131,10 @@ SIDES: dict[str, dict[str, Any]] = {
     # a few more as the first trials at each check add one); the runs it spent are recorded per sweep.
     "adaptive_entry_batch": {"per_trial": 3, "adaptive": True, "trials": 11, "holdout": None, "base": "zoo entry",
                              "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
+    # The same with 14 trials: on Acrobot the 11-trial side spent a median 16 runs (15-17), as runs stuck at
+    # -500 at a check tie and add no seed; 14 trials spend about 20, the other sides' runs.
+    "adaptive14_entry_batch": {"per_trial": 3, "adaptive": True, "trials": 14, "holdout": None, "base": "zoo entry",
+                               "space": {"training.train_batch_size_per_learner": {"choice": [512, 1024, 2048, 4096]}}},
 }
 #: rl-zoo3's algorithm and env id for each task (the zoo side).
 ZOO_TASKS = {"acrobot": ("ppo", "Acrobot-v1"), "cartpole": ("ppo", "CartPole-v1"), "pendulum": ("sac", "Pendulum-v1")}
@@ -414,7 +419,8 @@ PAIRS = [("holdout", "per1"), ("holdout", "per3"), ("per3", "per1"), ("lcb", "pe
          ("holdout_entry_batch", "per1_entry_batch"), ("holdout_entry_batch", "per3_entry_batch"),
          ("per3_entry_batch", "per1_entry_batch"), ("per1_entry_batch", "zoo"),
          ("adaptive_entry_batch", "per1_entry_batch"), ("adaptive_entry_batch", "per3_entry_batch"),
-         ("holdout_entry_batch", "adaptive_entry_batch")]
+         ("holdout_entry_batch", "adaptive_entry_batch"), ("adaptive14_entry_batch", "per1_entry_batch"),
+         ("adaptive14_entry_batch", "per3_entry_batch"), ("holdout_entry_batch", "adaptive14_entry_batch")]
 
 
 def comparisons(runs: list[dict[str, Any]]) -> dict[str, Any]:

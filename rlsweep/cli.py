@@ -212,6 +212,24 @@ def large_checkpoint_line(spec: Any) -> str | None:
             f"checkpoint, at the budget) or checkpoint.keep: {made + 1} avoids them")
 
 
+def seeds_plan_line(spec: Any) -> str | None:
+    """With several seeds a trial: how a trial trains them and what that costs, as validate says it."""
+    from rlsweep.seeds import check_points
+
+    seeds = spec.seeds
+    if seeds.per_trial < 2:
+        return None
+    if not seeds.adaptive:
+        return (f"seeds: each trial trains its configuration on {seeds.per_trial} seeds in lockstep; the searcher and the "
+                f"scheduler see their {seeds.aggregate}; {seeds.per_trial} x {spec.budget.env_steps:,} env steps a trial")
+    at = ", ".join(f"{steps:,}" for steps in check_points(spec.budget.env_steps, seeds.per_trial))
+    budgets = sum(seeds.contenders ** k for k in range(seeds.per_trial))
+    return (f"seeds: each trial starts on 1 seed and adds the next, up to {seeds.per_trial}, at {at} env steps while its "
+            f"{seeds.aggregate} ranks in the best {seeds.contenders:.0%} of those handed in at that check; about "
+            f"{budgets:.2f} x {spec.budget.env_steps:,} env steps a trial (a little more: the first trials at a check add one), "
+            f"{seeds.per_trial} x at most")
+
+
 def held_out_plan_line(spec: Any) -> str:
     """What the held-out stage will do after the search, and what it costs, as validate says it."""
     from rlsweep.holdout import DEFAULT_RACE_FROM_RUNS, affords_them, race_budget
@@ -289,6 +307,8 @@ def _validate(args: argparse.Namespace) -> int:
              f"searcher {spec.searcher.name}, scheduler {spec.scheduler.name})")
     if (buffer := replay_buffer_line(spec)) is not None:
         valid += "\n" + buffer
+    if (seeds := seeds_plan_line(spec)) is not None:
+        valid += "\n" + seeds
     valid += "\n" + held_out_plan_line(spec)
     for large in (large_sweep_line(spec), large_checkpoint_line(spec)):
         if large is not None:

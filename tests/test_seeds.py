@@ -368,6 +368,25 @@ def test_adaptive_checks_split_the_budget_evenly_and_a_resumed_race_reads_what_e
                                              2: {"a": {"value": 9.0, "contender": False}}}
 
 
+def test_validate_says_how_a_trial_trains_its_seeds_and_what_it_costs(tmp_path, capsys):
+    spec_file = tmp_path / "spec.yaml"
+    doc = seeded_doc(tmp_path, budget={"env_steps": 3000, "trials": 4}, ray={"memory_check": False},
+                     seeds={"per_trial": 3, "adaptive": True})
+    spec_file.write_text(json.dumps(doc))
+    assert main(["validate", str(spec_file)]) == 0
+    assert ("seeds: each trial starts on 1 seed and adds the next, up to 3, at 1,000, 2,000 env steps while its iqm ranks "
+            "in the best 50% of those handed in at that check; about 1.75 x 3,000 env steps a trial") in capsys.readouterr().out
+    doc["seeds"] = {"per_trial": 2, "aggregate": "lcb"}
+    spec_file.write_text(json.dumps(doc))
+    assert main(["validate", str(spec_file)]) == 0
+    assert "seeds: each trial trains its configuration on 2 seeds in lockstep; the searcher and the scheduler see their lcb; " \
+           "2 x 3,000 env steps a trial" in capsys.readouterr().out
+    doc["seeds"] = {"per_trial": 1}
+    spec_file.write_text(json.dumps(doc))
+    assert main(["validate", str(spec_file)]) == 0
+    assert "seeds:" not in capsys.readouterr().out
+
+
 def test_a_trial_started_again_reads_its_checks_from_its_settings_file_whatever_state_it_is_in():
     """A retried, paused, copied (PBT) or resumed trial reads what it handed in before from its own
     rlsweep_trial.json, so its record keeps every check; a missing or damaged file gives none."""

@@ -11,8 +11,8 @@ import math
 import os
 import socket
 import sys
-from dataclasses import dataclass
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -269,20 +269,19 @@ FULL_BELOW_BYTES = 1 << 20
 
 
 @contextlib.contextmanager
-def seed_race(spec: SweepSpec, sweep_id: str, known: Mapping[int, Mapping[str, float]] | None = None
+def seed_race(spec: SweepSpec, sweep_id: str, known: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None
               ) -> Iterator[tuple[str, str] | None]:
     """With ``seeds.adaptive``, the sweep's race (:class:`rlsweep.seeds.SeedRace`) as a Ray actor its trials
     call at each check, for as long as the block runs; yields its name and namespace (None without
-    ``seeds.adaptive``). ``known``: what the trials handed in before (a resumed sweep's, from its rows). The
-    actor asks for no CPU, so it takes no trial's place."""
+    ``seeds.adaptive``). ``known``: what the trials handed in before and the answers (a resumed sweep's, from
+    their records: :func:`rlsweep.seeds.race_record`). The actor asks for no CPU, so it takes no trial's place."""
     if not spec.seeds.adaptive:
         yield None
         return
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from rlsweep.seeds import SeedRace
-
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     name = f"rlsweep-seed-race-{sweep_id}"
     context = ray.get_runtime_context()

@@ -271,12 +271,16 @@ class TrialLoop:
         self.policy_memory = self.remote_nodes = None  # read again over the seeds it holds now
         self.record_settings()
 
+    def _at_check(self, env_steps: int) -> bool:
+        """With ``seeds.adaptive``: whether a row at ``env_steps`` reaches the trial's next check (it is still
+        adding seeds, and has a check left)."""
+        k = len(self.runs)
+        return self.adding and k <= len(self.checks) and env_steps >= self.checks[k - 1]
+
     def _check_needs_evaluation(self, env_steps: int) -> bool:
         """With ``seeds.adaptive`` and an evaluation metric: whether this row reaches the trial's next check,
         where the race needs the metric's value, so the seeds are evaluated there whatever the interval."""
-        k = len(self.runs)
-        return (self.adding and self.spec.metric.name in metrics.EVALUATION_METRICS and k <= len(self.checks)
-                and env_steps >= self.checks[k - 1])
+        return self.spec.metric.name in metrics.EVALUATION_METRICS and self._at_check(env_steps)
 
     def _race_says_contender(self, k: int, value: float) -> bool | None:
         """The race's decision, or None where the race cannot be reached (the trial then adds no seed)."""
@@ -299,9 +303,9 @@ class TrialLoop:
         a contender adds its next seed and trains it from zero to the trial's env steps (evaluated, where the
         spec evaluates), and checkpoints at its next row. Returns True where the added seed diverged while
         catching up: the trial has then reported its last row."""
-        k = len(self.runs)
-        if not self.adding or k > len(self.checks) or metrics.env_steps(row) < self.checks[k - 1]:
+        if not self._at_check(metrics.env_steps(row)):
             return False
+        k = len(self.runs)
         value = row.get(self.spec.metric.name)
         if not isinstance(value, (int, float)) or math.isnan(value):
             return False  # no value to rank yet: the check waits for the next row
